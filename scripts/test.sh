@@ -1,0 +1,22 @@
+#!/usr/bin/env bash
+# Install shop-r1 with its test and train extras (CPU build of torch, never the
+# multi-GB CUDA wheels), then run everything CI runs: lint, format, types, the
+# profile consistency check and the test suite.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+PY=${PYTHON:-python3}
+
+if ! "$PY" -c "import torch" >/dev/null 2>&1; then
+  # The CPU index carries torch and its dependencies; --retries 0 fails fast offline.
+  "$PY" -m pip install --retries 0 --timeout 30 \
+    --index-url https://download.pytorch.org/whl/cpu "torch==2.13.0" \
+  || "$PY" -m pip install "torch==2.13.0+cpu" \
+  || "$PY" -m pip install "torch==2.13.0"
+fi
+"$PY" -m pip install -q -e ".[test,train]"
+
+"$PY" -m ruff check .
+"$PY" -m ruff format --check .
+"$PY" -m mypy
+"$PY" -m shop_r1_doctor.cli.main profiles check
+"$PY" -m pytest "$@"
