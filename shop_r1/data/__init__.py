@@ -1,0 +1,1 @@
+"""Sessions of shopper steps: schema, files, synthetic and OPeRA sources, splits, prompts."""

@@ -1,0 +1,72 @@
+"""Summary numbers of a session file (`shop-r1 data stats`)."""
+
+from __future__ import annotations
+
+from collections import Counter
+from collections.abc import Callable
+from typing import Any
+
+from shop_r1.actions import ACTION_TYPES
+from shop_r1.data.prompts import build_messages
+from shop_r1.data.schema import Session
+
+
+def percentile(values: list[int], q: float) -> int:
+    """Nearest-rank percentile (q in [0, 100]) of a non-empty list."""
+    ordered = sorted(values)
+    rank = max(1, -(-len(ordered) * q // 100))  # ceil
+    return ordered[int(rank) - 1]
+
+
+def session_stats(
+    sessions: list[Session],
+    *,
+    context: str = "full",
+    count_tokens: Callable[[Any], int] | None = None,
+    sample: int | None = None,
+) -> dict[str, Any]:
+    """Action mix, steps per session, and prompt-length percentiles (system + user).
+
+    `count_tokens` gets the text (or, when it has a truthy `chat` attribute, the messages
+    list so it can apply a chat template). `sample` caps how many prompts are counted,
+    evenly spaced, because exact tokenisation of 100k long prompts is slow.
+    """
+    from shop_r1.data.prompts import approx_tokens
+
+    count = count_tokens or approx_tokens
+    wants_messages = bool(getattr(count, "chat", False))
+    kinds = Counter(step.action.type for s in sessions for step in s.steps)
+    lengths = [len(s.steps) for s in sessions]
+    refs = [(s, i) for s in sessions for i in range(len(s.steps))]
+    if sample and len(refs) > sample:
+        stride = len(refs) / sample
+        refs = [refs[int(k * stride)] for k in range(sample)]
+    tokens = []
+    for session, i in refs:
+        messages = build_messages(session, i, context=context)
+        tokens.append(
+            count(messages) if wants_messages else sum(count(m["content"]) for m in messages)
+        )
+    empty = {"p50": 0, "p90": 0, "p95": 0, "p99": 0, "max": 0}
+    return {
+        "sessions": len(sessions),
+        "steps": sum(lengths),
+        "action_types": {k: kinds.get(k, 0) for k in ACTION_TYPES},
+        "session_end": dict(Counter(s.steps[-1].action.type for s in sessions)),
+        "steps_per_session": {
+            "mean": sum(lengths) / max(len(lengths), 1),
+            "min": min(lengths, default=0),
+            "p50": percentile(lengths, 50) if lengths else 0,
+            "p90": percentile(lengths, 90) if lengths else 0,
+            "max": max(lengths, default=0),
+        },
+        "context": context,
+        "context_tokens": {
+            "counted": len(tokens),
+            **(
+                {f"p{q}": percentile(tokens, q) for q in (50, 90, 95, 99)} | {"max": max(tokens)}
+                if tokens
+                else empty
+            ),
+        },
+    }
