@@ -1,0 +1,79 @@
+"""Every check, and the runner that turns a snapshot's facts into sorted findings.
+
+A check is a pure function `Facts -> Iterable[Finding]`, grouped by subject in the
+modules below. The runner never lets one check take the doctor down: a check that raises
+becomes a CHECK_FAILED warning naming it. Order is deterministic: errors, then warnings,
+then infos; within a severity, registry order.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable
+from typing import Any
+
+from shop_r1_doctor.checks import (
+    flash_attn,
+    gpu_driver,
+    nccl,
+    packages,
+    plan,
+    plan_memory,
+    platform,
+    probes,
+    ray,
+    resources,
+    torch_build,
+    trl,
+    vllm,
+)
+from shop_r1_doctor.checks._base import finding
+from shop_r1_doctor.facts import Facts
+from shop_r1_doctor.findings import SEVERITIES, Finding
+
+Check = Callable[[Facts], Iterable[Finding]]
+
+MODULES = (
+    probes,
+    gpu_driver,
+    torch_build,
+    flash_attn,
+    vllm,
+    trl,
+    nccl,
+    platform,
+    ray,
+    packages,
+    resources,
+    plan,
+    plan_memory,
+)
+REGISTRY: tuple[Check, ...] = tuple(check for module in MODULES for check in module.CHECKS)
+
+
+def check_name(check: Check) -> str:
+    module = getattr(check, "__module__", "").rsplit(".", 1)[-1]
+    return f"{module}.{getattr(check, '__name__', repr(check))}"
+
+
+def run_checks(facts: Facts | dict[str, Any], checks: Iterable[Check] = REGISTRY) -> list[Finding]:
+    """All findings for these facts, errors first; identical findings are reported once."""
+    if not isinstance(facts, Facts):
+        facts = Facts(facts)
+    found: list[Finding] = []
+    for check in checks:
+        try:
+            found.extend(check(facts))
+        except Exception as exc:  # a doctor bug must not hide the other findings
+            found.append(
+                finding(
+                    "CHECK_FAILED",
+                    f"check {check_name(check)} failed on this snapshot: {type(exc).__name__}: {exc}",
+                    detail="The other checks ran. This is a bug in shop-r1, not in your environment.",
+                )
+            )
+    unique = list(dict.fromkeys(found))
+    rank = {s: i for i, s in enumerate(SEVERITIES)}
+    return sorted(unique, key=lambda f: rank.get(f.severity, len(rank)))
+
+
+__all__ = ["REGISTRY", "Check", "check_name", "run_checks"]

@@ -1,0 +1,233 @@
+"""Small shared readers for checks: packages by canonical name, torch's build, the plan.
+
+All of them follow the snapshot contract: a missing fact gives None ("unknown"), and
+none of them raises on odd input.
+"""
+
+from __future__ import annotations
+
+import re
+import weakref
+from collections.abc import Iterable
+from typing import Any
+
+from packaging.utils import canonicalize_name
+from packaging.version import Version
+
+from shop_r1_doctor.facts import Facts, cc_tuple, parse_version
+from shop_r1_doctor.findings import Finding, Severity
+from shop_r1_doctor.knowledge import load_codes
+
+CC = tuple[int, int]
+GIB = 1024**3
+
+
+def finding(
+    code: str,
+    title: str,
+    *,
+    detail: str = "",
+    fix: str | None = None,
+    severity: Severity | None = None,
+    urls: Iterable[str] = (),
+) -> Finding:
+    """A Finding with the code's default severity, fix, subject and sources filled in."""
+    info = load_codes()[code]
+    return Finding(
+        code=code,
+        severity=severity or info.severity,  # type: ignore[arg-type]
+        title=title,
+        detail=detail,
+        fix=fix if fix is not None else info.fix,
+        urls=tuple(dict.fromkeys([*info.urls, *urls])),
+        subject=info.subject,
+    )
+
+
+def cc_text(cc: CC) -> str:
+    return f"{cc[0]}.{cc[1]}"
+
+
+def gpu_cc(gpu: dict[str, Any]) -> CC | None:
+    return cc_tuple(gpu.get("compute_capability"))
+
+
+def gpu_name(gpu: dict[str, Any]) -> str:
+    name = gpu.get("name")
+    return name if isinstance(name, str) and name else f"GPU {gpu.get('index', '?')}"
+
+
+def gpu_names(gpus: Iterable[dict[str, Any]]) -> str:
+    """`NVIDIA H100 80GB HBM3` or `2x NVIDIA GeForce RTX 4090`, for titles."""
+    names = [gpu_name(g) for g in gpus]
+    groups = {n: names.count(n) for n in dict.fromkeys(names)}
+    return ", ".join(n if k == 1 else f"{k}x {n}" for n, k in groups.items())
+
+
+def visible_gpus(facts: Facts) -> list[dict[str, Any]]:
+    """GPUs left visible by a numeric CUDA_VISIBLE_DEVICES (UUID lists keep them all)."""
+    gpus = facts.gpus
+    cvd = facts.env_value("CUDA_VISIBLE_DEVICES")
+    if cvd is None:
+        return gpus
+    items = [x.strip() for x in cvd.split(",") if x.strip()]
+    if not items or not all(x.lstrip("-").isdigit() for x in items):
+        return gpus if items else []
+    wanted = []
+    for x in items:
+        if int(x) < 0:
+            break  # CUDA stops at the first invalid index
+        wanted.append(int(x))
+    return [g for g in gpus if g.get("index") in wanted]
+
+
+# --- packages ---------------------------------------------------------------------------
+
+
+_PACKAGES: weakref.WeakKeyDictionary[Facts, dict[str, dict[str, Any] | None]] = (
+    weakref.WeakKeyDictionary()
+)
+
+
+def packages(facts: Facts) -> dict[str, dict[str, Any] | None]:
+    """Installed dists by canonical name; value None = looked, not installed.
+
+    Built once per Facts: checks look packages up hundreds of times per run.
+    """
+    cached = _PACKAGES.get(facts)
+    if cached is not None:
+        return cached
+    out: dict[str, dict[str, Any] | None] = {}
+    for name, value in facts.section("packages").items():
+        if isinstance(name, str) and (value is None or isinstance(value, dict)):
+            out[canonicalize_name(name)] = value
+    _PACKAGES[facts] = out
+    return out
+
+
+def pkg(facts: Facts, name: str) -> dict[str, Any] | None:
+    return packages(facts).get(canonicalize_name(name))
+
+
+def pkg_known(facts: Facts, name: str) -> bool:
+    return canonicalize_name(name) in packages(facts)
+
+
+def pkg_installed(facts: Facts, name: str) -> bool | None:
+    """True / False (looked, absent) / None (unknown)."""
+    table = packages(facts)
+    key = canonicalize_name(name)
+    return None if key not in table else table[key] is not None
+
+
+def pkg_version(facts: Facts, name: str) -> Version | None:
+    p = pkg(facts, name)
+    return parse_version(p.get("version")) if p else None
+
+
+def pkg_requires(facts: Facts, name: str) -> list[str]:
+    p = pkg(facts, name)
+    reqs = p.get("requires") if p else None
+    return [r for r in reqs if isinstance(r, str)] if isinstance(reqs, list) else []
+
+
+# --- torch ------------------------------------------------------------------------------
+
+
+def torch_version(facts: Facts) -> Version | None:
+    t = facts.torch
+    return (parse_version(t.get("version")) if t else None) or pkg_version(facts, "torch")
+
+
+def torch_cuda(facts: Facts) -> Version | None:
+    """torch.version.cuda; else read from the wheel's local tag (`+cu128` -> 12.8)."""
+    t = facts.torch
+    if t and isinstance(t.get("cuda"), str):
+        return parse_version(t["cuda"])
+    v = torch_version(facts)
+    m = re.fullmatch(r"cu(\d+)(\d)", (v.local or "") if v else "")
+    return Version(f"{m.group(1)}.{m.group(2)}") if m else None
+
+
+def torch_is_cpu_build(facts: Facts) -> bool | None:
+    t = facts.torch
+    v = torch_version(facts)
+    if v is None:
+        return None
+    if v.local and v.local.startswith("cpu"):
+        return True
+    if t is not None and "cuda" in t:
+        return t.get("cuda") is None and not (v.local or "").startswith(("rocm", "xpu"))
+    return None
+
+
+def torch_variant(facts: Facts) -> str | None:
+    """`cu130` for torch.version.cuda 13.0."""
+    cuda = torch_cuda(facts)
+    return f"cu{cuda.major}{cuda.minor}" if cuda else None
+
+
+def torch_arch_list(facts: Facts) -> tuple[list[CC], list[CC]] | None:
+    """(SASS archs, PTX archs) from torch.cuda.get_arch_list(); None when unknown."""
+    t = facts.torch
+    archs = t.get("arch_list") if t else None
+    if not isinstance(archs, list) or not archs:
+        return None
+    sass: list[CC] = []
+    ptx: list[CC] = []
+    for a in archs:
+        m = re.fullmatch(r"(sm|compute)_(\d+)(\d)[af]?", a) if isinstance(a, str) else None
+        if m:
+            (sass if m.group(1) == "sm" else ptx).append((int(m.group(2)), int(m.group(3))))
+    return sass, ptx
+
+
+def arch_runs(cc: CC, sass: Iterable[CC], ptx: Iterable[CC]) -> bool:
+    """SASS runs on the same major with a lower or equal minor; PTX JITs upward."""
+    return any(a[0] == cc[0] and a[1] <= cc[1] for a in sass) or any(p <= cc for p in ptx)
+
+
+# --- the plan ---------------------------------------------------------------------------
+
+
+def plan_get(facts: Facts, key: str, kind: type | tuple[type, ...]) -> Any:
+    value = facts.plan.get(key)
+    if isinstance(value, bool) and kind is not bool:
+        return None
+    return value if isinstance(value, kind) else None
+
+
+def plan_int(facts: Facts, key: str) -> int | None:
+    return plan_get(facts, key, int)
+
+
+def plan_float(facts: Facts, key: str) -> float | None:
+    value = plan_get(facts, key, (int, float))
+    return float(value) if value is not None else None
+
+
+def plan_str(facts: Facts, key: str) -> str | None:
+    return plan_get(facts, key, str)
+
+
+def plan_bool(facts: Facts, key: str) -> bool | None:
+    return plan_get(facts, key, bool)
+
+
+def uses_vllm(facts: Facts) -> bool:
+    return plan_bool(facts, "use_vllm") is True
+
+
+def attn_impl(facts: Facts) -> str | None:
+    return plan_str(facts, "attn_implementation")
+
+
+def bytes_gib(n: float) -> str:
+    return f"{n / GIB:.1f} GiB"
+
+
+def env_set(facts: Facts, name: str) -> bool | None:
+    """True/False when the env section was collected (allowlisted names), else None."""
+    if not facts.known("env"):
+        return None
+    return facts.env_value(name) is not None

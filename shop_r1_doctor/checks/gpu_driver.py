@@ -1,0 +1,152 @@
+"""The NVIDIA driver against torch's CUDA build, GPU visibility and who holds the GPUs."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+
+from packaging.version import Version
+
+from shop_r1_doctor.checks._base import (
+    bytes_gib,
+    finding,
+    gpu_name,
+    torch_cuda,
+    torch_version,
+)
+from shop_r1_doctor.facts import Facts, parse_version
+from shop_r1_doctor.findings import Finding
+from shop_r1_doctor.knowledge import load_compat
+
+VLLM_PROCESS_PREFIXES = ("VLLM::", "vllm")
+BUSY_FRACTION = 0.10  # other processes holding more than this share of a GPU
+
+
+def _driver(facts: Facts) -> tuple[Version | None, Version | None]:
+    """(driver version, the newest CUDA it supports), the latter from NVML or the table."""
+    driver = parse_version(facts.driver.get("version"))
+    cuda = parse_version(facts.driver.get("cuda_version"))
+    if cuda is None and driver is not None:
+        cuda = load_compat().max_cuda_for_driver(driver, facts.os or "linux")
+    return driver, cuda
+
+
+def driver_vs_cuda_build(facts: Facts) -> Iterator[Finding]:
+    driver, driver_cuda = _driver(facts)
+    if driver is None or driver_cuda is None:
+        return
+    compat = load_compat()
+    os_name = facts.os or "linux"
+    in_container = facts.container is not None
+    image_cuda = parse_version(facts.env_value("CUDA_VERSION")) if in_container else None
+    tv = torch_version(facts)
+    builds = [(f"torch {tv}", torch_cuda(facts))] if tv else []
+    if image_cuda is not None:
+        builds.append(("the image's CUDA_VERSION", image_cuda))
+    for what, cuda in builds:
+        if cuda is None or (cuda.major, cuda.minor) <= (driver_cuda.major, driver_cuda.minor):
+            continue
+        need = compat.driver_min_for(cuda, os_name)
+        floor = compat.minor_compat_floor(cuda.major)
+        within_minor = (
+            cuda.major == driver_cuda.major
+            and floor is not None
+            and os_name == "linux"
+            and driver >= floor.linux
+        )
+        need_text = ""
+        if need is not None:
+            minimum = need.windows if os_name == "windows" else need.linux
+            need_text = (
+                f"; CUDA {cuda.major}.{cuda.minor} needs driver >= {minimum} ({need.source})"
+            )
+        code = "CONTAINER_CUDA_GT_HOST_DRIVER" if in_container else "DRIVER_TOO_OLD_FOR_TORCH_CUDA"
+        title = f"{what} needs CUDA {cuda.major}.{cuda.minor}; driver {facts.driver.get('version')} supports CUDA {driver_cuda}"
+        if within_minor and floor is not None:
+            yield finding(
+                code,
+                title,
+                severity="warning",
+                detail=(
+                    f"It runs through CUDA minor-version compatibility (driver >= "
+                    f"{floor.linux} for CUDA {cuda.major}.x), without PTX JIT: kernels "
+                    f"missing for your GPU fail at runtime{need_text}."
+                ),
+                fix=f"upgrade the driver to >= {need.linux if need else 'the CUDA ' + str(cuda) + ' minimum'}",
+            )
+            continue
+        yield finding(
+            code,
+            title,
+            detail=(
+                f"torch.cuda.is_available() will be False or CUDA init fails with 'driver "
+                f"version is insufficient'{need_text}."
+            ),
+            fix=(
+                "upgrade the host NVIDIA driver, or use an image/torch built for "
+                f"CUDA <= {driver_cuda} (e.g. pip install torch --index-url "
+                f"https://download.pytorch.org/whl/cu{driver_cuda.major}{driver_cuda.minor})"
+            ),
+        )
+
+
+def gpu_runtime_in_container(facts: Facts) -> Iterator[Finding]:
+    if facts.container is None or "gpus" not in facts.raw or facts.gpus:
+        return
+    if facts.raw.get("driver") not in (None, {}):
+        return
+    yield finding(
+        "DOCKER_GPU_RUNTIME_MISSING",
+        f"no NVIDIA GPU or driver visible inside this {facts.container} container",
+        detail="Without the NVIDIA container runtime the container sees no /dev/nvidia* devices.",
+        fix="install nvidia-container-toolkit on the host, then `docker run --gpus all ...`",
+    )
+
+
+def visible_devices(facts: Facts) -> Iterator[Finding]:
+    cvd = facts.env_value("CUDA_VISIBLE_DEVICES")
+    if cvd is None or not facts.gpus:
+        return
+    items = [x.strip() for x in cvd.split(",") if x.strip()]
+    numeric = [int(x) for x in items if x.lstrip("-").isdigit()]
+    indices = {g.get("index") for g in facts.gpus}
+    hides = not items or (len(numeric) == len(items) and not any(i in indices for i in numeric))
+    if not hides:
+        return
+    if facts.wsl:
+        return  # WSL_CUDA_INIT_DOUBLE_FREE (platform) covers it with the WSL crash
+    yield finding(
+        "CUDA_VISIBLE_DEVICES_HIDES_GPUS",
+        f"CUDA_VISIBLE_DEVICES={cvd!r} hides all {len(facts.gpus)} GPU(s)",
+        detail="torch will report no CUDA device and training falls back to CPU or fails.",
+        fix="unset CUDA_VISIBLE_DEVICES (or export CUDA_VISIBLE_DEVICES=0)",
+    )
+
+
+def gpu_processes(facts: Facts) -> Iterator[Finding]:
+    for gpu in facts.gpus:
+        procs = [p for p in gpu.get("processes") or [] if isinstance(p, dict)]
+        if not procs:
+            continue
+        vllm = [p for p in procs if str(p.get("name", "")).startswith(VLLM_PROCESS_PREFIXES)]
+        total = gpu.get("memory_total_bytes")
+        held = sum(p.get("used_bytes") or 0 for p in procs if isinstance(p.get("used_bytes"), int))
+        pids = " ".join(str(p.get("pid")) for p in (vllm or procs))
+        label = f"{gpu_name(gpu)} (GPU {gpu.get('index', '?')})"
+        if vllm:
+            yield finding(
+                "VLLM_ORPHAN_WORKERS_HOLD_GPU",
+                f"vLLM engine processes hold {label}: "
+                + ", ".join(f"{p.get('name')} (pid {p.get('pid')})" for p in vllm),
+                detail="Left over from an interrupted run, they keep the GPU's memory.",
+                fix=f"kill {pids}",
+            )
+        elif isinstance(total, int) and total > 0 and held > BUSY_FRACTION * total:
+            yield finding(
+                "GPU_BUSY_OTHER_PROCESSES",
+                f"other processes hold {bytes_gib(held)} of {bytes_gib(total)} on {label}",
+                detail=", ".join(f"{p.get('name')} (pid {p.get('pid')})" for p in procs),
+                fix=f"stop those processes (kill {pids}) or train on another GPU",
+            )
+
+
+CHECKS = (driver_vs_cuda_build, gpu_runtime_in_container, visible_devices, gpu_processes)

@@ -1,0 +1,189 @@
+"""NCCL: the library torch loads, shared memory in containers, P2P, IB, WSL/Windows."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+
+from packaging.requirements import InvalidRequirement, Requirement
+from packaging.version import Version
+
+from shop_r1_doctor.checks._base import (
+    GIB,
+    finding,
+    gpu_names,
+    packages,
+    pkg_requires,
+    plan_int,
+    plan_str,
+    torch_cuda,
+    torch_version,
+    uses_vllm,
+    visible_gpus,
+)
+from shop_r1_doctor.facts import Facts, parse_version
+from shop_r1_doctor.findings import Finding
+from shop_r1_doctor.knowledge import load_compat
+
+SMALL_SHM = GIB
+CUMEM_FIXED = Version("2.22.3")
+
+
+def world_size(facts: Facts) -> int:
+    """Processes the plan runs (1 when unknown), counting vLLM tensor parallel ranks."""
+    return max(
+        plan_int(facts, "num_processes") or 1, plan_int(facts, "vllm_tensor_parallel_size") or 1
+    )
+
+
+def multi_gpu(facts: Facts) -> bool:
+    """Several GPUs in play: the plan says so, or (no plan) several are visible."""
+    if facts.plan:
+        return world_size(facts) > 1
+    return len(visible_gpus(facts)) > 1
+
+
+def nccl_dists(facts: Facts) -> Iterator[Finding]:
+    dists = {n: p for n, p in packages(facts).items() if n.startswith("nvidia-nccl-") and p}
+    if len(dists) > 1:
+        listed = ", ".join(f"{n} {p.get('version')}" for n, p in sorted(dists.items()))
+        yield finding(
+            "NCCL_LIB_SYMBOL_MISMATCH",
+            f"{len(dists)} NCCL wheels installed side by side: {listed}",
+            detail="Only one libnccl.so.2 gets loaded; torch may get the other one and fail with "
+            "'undefined symbol: ncclCommRegister' (or similar).",
+            fix="pip uninstall -y "
+            + " ".join(sorted(dists))
+            + " && pip install --force-reinstall torch "
+            "(reinstalls torch's own NCCL pin)",
+        )
+        return
+    for text in pkg_requires(facts, "torch"):
+        try:
+            req = Requirement(text)
+        except InvalidRequirement:
+            continue
+        name = req.name.lower().replace("_", "-")
+        if not name.startswith("nvidia-nccl-") or name not in dists:
+            continue
+        installed = parse_version(dists[name].get("version"))
+        if installed is not None and installed not in req.specifier:
+            yield finding(
+                "NCCL_LIB_SYMBOL_MISMATCH",
+                f"torch {torch_version(facts)} pins {req}; {name} {installed} is installed",
+                detail="Another install (vLLM, deepspeed, a requirements.txt frozen elsewhere) "
+                "replaced torch's NCCL: 'libtorch_cuda.so: undefined symbol: nccl...'.",
+                fix=f'pip install "{req}"',
+            )
+    ld = facts.env_value("LD_LIBRARY_PATH") or ""
+    hits = [d for d in ld.split(":") if "nccl" in d.lower()]
+    if hits:
+        yield finding(
+            "NCCL_LD_LIBRARY_PATH_OVERRIDE",
+            f"LD_LIBRARY_PATH puts {hits[0]} ahead of torch's NCCL",
+            detail="A system libnccl loaded instead of the one torch was built with gives "
+            "undefined-symbol errors or hangs.",
+            fix=f"remove {hits[0]} from LD_LIBRARY_PATH",
+        )
+
+
+def nccl_windows(facts: Facts) -> Iterator[Finding]:
+    if facts.os != "windows" or not multi_gpu(facts):
+        return
+    yield finding(
+        "NCCL_MISSING_ON_WINDOWS",
+        "multi-GPU training on Windows: torch for Windows has no NCCL",
+        severity="error" if world_size(facts) > 1 else "warning",
+        detail="'Distributed package doesn't have NCCL built in'.",
+        fix="one process (num_processes: 1), gloo backend, or WSL2/Linux for several GPUs",
+    )
+
+
+def docker_shm(facts: Facts) -> Iterator[Finding]:
+    shm = facts.host.get("shm_bytes")
+    if facts.container is None or not isinstance(shm, int) or shm >= SMALL_SHM:
+        return
+    if not multi_gpu(facts):
+        return
+    yield finding(
+        "NCCL_DOCKER_SHM_TOO_SMALL",
+        f"/dev/shm is {shm // 2**20} MiB in this {facts.container} container; NCCL needs more for several GPUs",
+        detail="'Error while creating shared memory segment /dev/shm/nccl-...' / 'No space left on device'.",
+    )
+
+
+def consumer_p2p(facts: Facts) -> Iterator[Finding]:
+    gpus = [
+        g
+        for g in visible_gpus(facts)
+        if any(s in str(g.get("name", "")) for s in ("RTX 40", "RTX 50"))
+    ]
+    if len(gpus) < 2 or facts.env_value("NCCL_P2P_DISABLE") is not None:
+        return
+    if facts.plan and world_size(facts) < 2:
+        return
+    yield finding(
+        "NCCL_P2P_HANG_CONSUMER_GPUS",
+        f"{gpu_names(gpus)} with NCCL P2P enabled",
+        detail="all_reduce hangs over the broken P2P paths of GeForce cards.",
+    )
+
+
+def infiniband(facts: Facts) -> Iterator[Finding]:
+    ib = facts.host.get("infiniband")
+    if not isinstance(ib, dict) or not ib.get("sys_devices") or not multi_gpu(facts):
+        return
+    if facts.env_value("NCCL_IB_DISABLE") == "1":
+        return
+    memlock = ib.get("memlock_bytes")
+    limited = isinstance(memlock, int) and 0 <= memlock < 2**30
+    if ib.get("dev_present") is False or limited:
+        why = (
+            "no /dev/infiniband in this container"
+            if ib.get("dev_present") is False
+            else f"memlock limited to {memlock} bytes"
+        )
+        yield finding(
+            "NCCL_IB_UNUSABLE",
+            f"InfiniBand devices are listed but unusable ({why})",
+            detail="'NCCL WARN Call to ibv_create_qp failed'.",
+        )
+
+
+def cumem_weight_sync(facts: Facts) -> Iterator[Finding]:
+    if not uses_vllm(facts) or plan_str(facts, "vllm_mode") != "server":
+        return
+    t = facts.torch
+    nccl = parse_version(t.get("nccl")) if t else None
+    if nccl is None:
+        tv = torch_version(facts)
+        cuda = torch_cuda(facts)
+        row = load_compat().nccl_for(tv, cuda.major if cuda else None) if tv else None
+        nccl = parse_version(row.value) if row else None
+    if nccl is None or nccl >= CUMEM_FIXED or facts.env_value("NCCL_CUMEM_ENABLE") == "0":
+        return
+    yield finding(
+        "NCCL_CUMEM_WEIGHT_SYNC_MISMATCH",
+        f"NCCL {nccl} (< {CUMEM_FIXED}) for trainer -> vLLM weight sync with NCCL_CUMEM_ENABLE unset",
+        detail="vLLM workers run with NCCL_CUMEM_ENABLE=0; both sides must agree.",
+    )
+
+
+def wsl_multi_gpu(facts: Facts) -> Iterator[Finding]:
+    if not facts.wsl or not facts.plan or world_size(facts) < 2:
+        return
+    yield finding(
+        "WSL_MULTI_GPU_NCCL",
+        f"{world_size(facts)} processes with NCCL inside WSL{facts.wsl}",
+        detail="Multi-GPU NCCL in WSL2 is limited: 'ncclUnhandledCudaError'.",
+    )
+
+
+CHECKS = (
+    nccl_dists,
+    nccl_windows,
+    docker_shm,
+    consumer_p2p,
+    infiniband,
+    cumem_weight_sync,
+    wsl_multi_gpu,
+)

@@ -1,0 +1,273 @@
+"""Checks of what the user is about to run (the snapshot's `plan`) against the machine.
+
+flash-attn plan rules live in flash_attn.py and memory rules in plan_memory.py.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterator
+from pathlib import PurePosixPath
+
+from shop_r1_doctor.checks._base import (
+    bytes_gib,
+    cc_text,
+    finding,
+    gpu_cc,
+    gpu_names,
+    plan_bool,
+    plan_get,
+    plan_int,
+    plan_str,
+    uses_vllm,
+    visible_gpus,
+)
+from shop_r1_doctor.facts import Facts
+from shop_r1_doctor.findings import Finding
+
+LOCAL_HOSTS = ("localhost", "127.0.0.1", "::1")
+HF_DATASET_ROOT = re.compile(r"^hf://datasets/[^/]+/[^/@]+(@[^/]+)?/?$")
+BIND_ALL = ("0.0.0.0", "::", "[::]")
+
+
+def bf16_pre_ampere(facts: Facts) -> Iterator[Finding]:
+    if plan_bool(facts, "bf16") is not True:
+        return
+    old = [g for g in facts.gpus if (gpu_cc(g) or (99, 0)) < (8, 0)]
+    if old:
+        cc = gpu_cc(old[0]) or (0, 0)
+        yield finding(
+            "BF16_PRE_AMPERE",
+            f"bf16 requested but {gpu_names(old)} is cc {cc_text(cc)} (bf16 needs 8.0)",
+            detail="'Bfloat16 is only supported on GPUs with compute capability of at least 8.0.'",
+            fix="bf16: false, fp16: true in the config (vLLM: --dtype half)",
+        )
+
+
+def _grpo_batch(facts: Facts) -> tuple[int, int, str] | None:
+    """(generation batch, num_generations, how the batch was formed) for a GRPO plan."""
+    if plan_str(facts, "task") != "grpo":
+        return None
+    gens = plan_int(facts, "num_generations") or 8  # TRL's default
+    explicit = plan_int(facts, "generation_batch_size")
+    if explicit:
+        return explicit, gens, f"generation_batch_size={explicit}"
+    procs = plan_int(facts, "num_processes") or 1
+    per_device = plan_int(facts, "per_device_train_batch_size") or 8
+    steps = (
+        plan_int(facts, "steps_per_generation")
+        or plan_int(facts, "gradient_accumulation_steps")
+        or 1
+    )
+    how = f"{procs} process(es) x per_device_train_batch_size {per_device} x steps_per_generation {steps}"
+    return procs * per_device * steps, gens, how
+
+
+def grpo_batch_divisible(facts: Facts) -> Iterator[Finding]:
+    batch = _grpo_batch(facts)
+    if batch is None:
+        return
+    size, gens, how = batch
+    if gens >= 2 and size % gens == 0:
+        return
+    valid = [g for g in range(2, size + 1) if size % g == 0]
+    fix = f"num_generations: one of {', '.join(map(str, valid))}" if valid else ""
+    explicit = plan_int(facts, "generation_batch_size")
+    if gens >= 2 and not explicit:
+        per_step = size // max(
+            plan_int(facts, "steps_per_generation")
+            or plan_int(facts, "gradient_accumulation_steps")
+            or 1,
+            1,
+        )
+        multiple = gens // _gcd(gens, max(per_step, 1))
+        fix += (
+            f"; or keep num_generations={gens} with steps_per_generation a multiple of {multiple}"
+        )
+    yield finding(
+        "TRL_GRPO_BATCH_NOT_DIVISIBLE",
+        f"GRPO generation batch {size} ({how}) is not divisible by num_generations={gens}"
+        if gens >= 2
+        else f"num_generations={gens}: GRPO needs at least 2 completions per prompt",
+        detail="'The global train batch size must be evenly divisible by the number of "
+        "generations per prompt': each prompt's group of completions must be complete.",
+        fix=fix.lstrip("; ")
+        or "num_generations: 2 or more, and a generation batch that it divides",
+    )
+
+
+def _gcd(a: int, b: int) -> int:
+    while b:
+        a, b = b, a % b
+    return a
+
+
+def tiny_dataset(facts: Facts) -> Iterator[Finding]:
+    rows = plan_int(facts, "dataset_rows")
+    if rows is None:
+        return
+    batch = _grpo_batch(facts)
+    if batch is not None:
+        size, gens, _ = batch
+        if gens < 2 or size % gens:
+            return  # grpo_batch_divisible reports the batch first
+        prompts = size // gens
+        if rows >= prompts:
+            return
+        yield finding(
+            "TRAINER_ZERO_STEPS_TINY_DATASET",
+            f"{rows} dataset rows < {prompts} prompts per GRPO generation batch ({size} completions / {gens})",
+            detail="The sampler drops incomplete batches: 'There seems to be not a single sample "
+            "in your epoch_iterator, stopping training at step 0!', then an untrained model is saved.",
+            fix=f"use >= {prompts} rows, or a generation batch of at most {rows * gens} completions "
+            f"(e.g. per_device_train_batch_size x steps_per_generation = {rows * gens})",
+        )
+        return
+    procs = plan_int(facts, "num_processes") or 1
+    per_device = plan_int(facts, "per_device_train_batch_size") or 8
+    accum = plan_int(facts, "gradient_accumulation_steps") or 1
+    effective = procs * per_device * accum
+    if rows < effective:
+        yield finding(
+            "TRAINER_ZERO_STEPS_TINY_DATASET",
+            f"{rows} dataset rows < one effective batch of {effective} "
+            f"({procs} x {per_device} x {accum} accumulation steps)",
+            detail="The trainer may run zero optimizer steps and save an untrained model.",
+            fix=f"more rows, or per_device_train_batch_size x gradient_accumulation_steps <= {rows // procs or 1}",
+        )
+
+
+def server_same_gpu(facts: Facts) -> Iterator[Finding]:
+    if not uses_vllm(facts) or plan_str(facts, "vllm_mode") != "server" or "gpus" not in facts.raw:
+        return
+    gpus = visible_gpus(facts)
+    procs = plan_int(facts, "num_processes") or 1
+    if not gpus or len(gpus) > procs:
+        return
+    yield finding(
+        "TRL_SERVER_MODE_SAME_GPU",
+        f"`trl vllm-serve` and {procs} training process(es) would share {gpu_names(gpus)} "
+        f"({len(gpus)} GPU visible)",
+        detail="Weight sync builds an NCCL group across server and trainer: 'Duplicate GPU "
+        "detected : rank 1 and rank 0 both on CUDA device' -> NCCL error: invalid usage.",
+        fix='vllm_mode: "colocate" (one GPU), or CUDA_VISIBLE_DEVICES=0 trl vllm-serve ... and '
+        "CUDA_VISIBLE_DEVICES=1 for the trainer",
+    )
+
+
+def server_unreachable(facts: Facts) -> Iterator[Finding]:
+    if not uses_vllm(facts) or plan_str(facts, "vllm_mode") != "server":
+        return
+    host = plan_str(facts, "vllm_server_host")
+    url = plan_str(facts, "vllm_server_base_url") or ""
+    if host in BIND_ALL or any(f"//{b}" in url for b in BIND_ALL):
+        yield finding(
+            "TRL_VLLM_SERVER_UNREACHABLE",
+            f"the trainer would connect to {url or host}, a bind address, not a server address",
+            detail="'Server is not up yet. Retrying...' forever; the weight-sync TCP store on "
+            "0.0.0.0 times out.",
+            fix='vllm_server_host: "127.0.0.1" (or the server machine\'s address)',
+        )
+        host = "127.0.0.1"
+    proxy = next(
+        (
+            facts.env_value(n)
+            for n in ("HTTP_PROXY", "http_proxy", "HTTPS_PROXY", "https_proxy")
+            if facts.env_value(n)
+        ),
+        None,
+    )
+    no_proxy = (facts.env_value("NO_PROXY") or "") + "," + (facts.env_value("no_proxy") or "")
+    local = (host or "127.0.0.1") in LOCAL_HOSTS or any(h in url for h in LOCAL_HOSTS)
+    if proxy and local and not any(h in no_proxy for h in LOCAL_HOSTS):
+        yield finding(
+            "TRL_VLLM_SERVER_UNREACHABLE",
+            "HTTP(S)_PROXY is set without NO_PROXY for localhost: requests to the vLLM server go to the proxy",
+            severity="warning",
+            fix="export NO_PROXY=localhost,127.0.0.1 no_proxy=localhost,127.0.0.1",
+        )
+
+
+def dataset_path(facts: Facts) -> Iterator[Finding]:
+    for key in ("dataset_path", "dataset", "train_file", "data_files"):
+        value = plan_get(facts, key, (str, list))
+        paths = value if isinstance(value, list) else [value] if value else []
+        for path in paths:
+            if isinstance(path, str) and HF_DATASET_ROOT.match(path):
+                yield finding(
+                    "DATASET_PATH_NOT_FILES",
+                    f"{key}={path} is a dataset repository root, not data files",
+                    detail="load_dataset('parquet', data_files=...) needs files: a repo root fails "
+                    "to resolve.",
+                    fix=f"{key}: {path.rstrip('/')}/data/<file>.parquet (or load_dataset('{path[len('hf://datasets/') :].rstrip('/')}'))",
+                )
+
+
+def env_references(facts: Facts) -> Iterator[Finding]:
+    refs = plan_get(facts, "env_refs", list) or []
+    for name in refs:
+        if not isinstance(name, str):
+            continue
+        value = facts.env_value(name)
+        if value is None and name not in facts.env and not facts.known("env"):
+            continue
+        if not value:
+            state = "empty" if value == "" else "unset"
+            yield finding(
+                "CFG_ENV_INTERPOLATION",
+                f"the config reads ${{{name}}}, which is {state}",
+                detail="An empty value becomes None and fails config validation with a TypeError.",
+                fix=f"export {name}=<value> (or give the config a default: ${{oc.env:{name},<default>}})",
+            )
+
+
+def disk_at_checkpoint(facts: Facts) -> Iterator[Finding]:
+    params = plan_int(facts, "model_params")
+    free = _free_at_output(facts)
+    if not params or free is None:
+        return
+    only_model = plan_bool(facts, "save_only_model") is True
+    per_ckpt = params * 2 + (0 if only_model else params * 8)  # bf16 weights + AdamW fp32 m, v
+    keep = plan_int(facts, "save_total_limit") or 1
+    need = per_ckpt * keep + params * 2  # kept checkpoints + the final model
+    if need <= free:
+        return
+    yield finding(
+        "DISK_FULL_AT_CHECKPOINT",
+        f"checkpoints need ~{bytes_gib(need)}; {bytes_gib(free)} free at {plan_str(facts, 'output_dir') or 'the output dir'}",
+        detail=f"{keep} checkpoint(s) of ~{bytes_gib(per_ckpt)} (weights"
+        + ("" if only_model else " + optimizer state")
+        + ") plus the final model: 'No space left on device' hours into the run.",
+        fix="free disk space, save_total_limit: 1, save_only_model: true, or another output_dir",
+    )
+
+
+def _free_at_output(facts: Facts) -> int | None:
+    table = facts.host.get("disk_free_bytes")
+    if not isinstance(table, dict):
+        return None
+    out = plan_str(facts, "output_dir") or ""
+    if isinstance(table.get(out), int):
+        return int(table[out])
+    best = None
+    for path, free in table.items():
+        if not isinstance(free, int) or not isinstance(path, str):
+            continue
+        covers = path in (".", "cwd", "output_dir") or (
+            out and PurePosixPath(out).is_relative_to(path)
+        )
+        if covers and (best is None or len(path) > len(best[0])):
+            best = (path, free)
+    return best[1] if best else None
+
+
+CHECKS = (
+    bf16_pre_ampere,
+    grpo_batch_divisible,
+    tiny_dataset,
+    server_same_gpu,
+    server_unreachable,
+    dataset_path,
+    env_references,
+    disk_at_checkpoint,
+)

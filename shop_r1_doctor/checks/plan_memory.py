@@ -1,0 +1,185 @@
+"""Plan checks that need a memory estimate: model size vs GPU, colocated vLLM, KV cache.
+
+The estimates come from `shop_r1_doctor.memory` (pure Python), imported inside the
+functions so a problem there shows up as one CHECK_FAILED, not a broken doctor.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Iterator
+from typing import Any
+
+from shop_r1_doctor.checks._base import (
+    bytes_gib,
+    finding,
+    gpu_name,
+    plan_bool,
+    plan_float,
+    plan_int,
+    plan_str,
+    uses_vllm,
+    visible_gpus,
+)
+from shop_r1_doctor.facts import Facts
+from shop_r1_doctor.findings import Finding
+
+TRL_COLOCATE_UTIL = 0.3  # GRPOConfig.vllm_gpu_memory_utilization default
+VLLM_SERVE_UTIL = 0.9  # `trl vllm-serve --gpu_memory_utilization` default
+DEFAULT_SEQ = 1024
+
+
+def _setup(facts: Facts) -> tuple[Any, dict[str, Any], int] | None:
+    """(model shape, training settings, smallest visible GPU memory) or None if unknown."""
+    params = plan_int(facts, "model_params")
+    gpus = [g for g in visible_gpus(facts) if isinstance(g.get("memory_total_bytes"), int)]
+    if not params or not gpus or plan_bool(facts, "use_peft") is True:
+        return None
+    from shop_r1_doctor import memory
+
+    shape = dataclasses.replace(memory.shape_for_params(params), params=params)
+    shards = plan_int(facts, "num_processes") or 1 if plan_bool(facts, "fsdp") else 1
+    settings = {
+        "seq_len": plan_int(facts, "max_length") or DEFAULT_SEQ,
+        "micro_batch": plan_int(facts, "per_device_train_batch_size") or 1,
+        "dtype": "fp16"
+        if plan_bool(facts, "fp16")
+        else "bf16"
+        if plan_bool(facts, "bf16") is not False
+        else "fp32",
+        "master_fp32": plan_bool(facts, "master_fp32") is True,
+        "grad_checkpointing": plan_bool(facts, "gradient_checkpointing") is True,
+        "chunked_loss": plan_bool(facts, "chunked_loss") is True,
+        "shards": shards,
+    }
+    return shape, settings, min(g["memory_total_bytes"] for g in gpus)
+
+
+def _gpu(facts: Facts) -> dict[str, Any]:
+    gpus = visible_gpus(facts)
+    return min(gpus, key=lambda g: g.get("memory_total_bytes") or 0)
+
+
+def model_fits(facts: Facts) -> Iterator[Finding]:
+    setup = _setup(facts)
+    if setup is None:
+        return
+    from shop_r1_doctor import memory
+
+    shape, settings, total = setup
+    colocate = uses_vllm(facts) and plan_str(facts, "vllm_mode") == "colocate"
+    budget = (
+        total * (1 - (plan_float(facts, "vllm_gpu_memory_utilization") or TRL_COLOCATE_UTIL))
+        if colocate
+        else total
+    )
+    best = memory.estimate_training_memory(
+        shape, **{**settings, "micro_batch": 1, "grad_checkpointing": True, "chunked_loss": True}
+    )
+    name = plan_str(facts, "model") or f"a {shape.params / 1e9:.1f}B model"
+    where = gpu_name(_gpu(facts)) + (" (after vLLM's share)" if colocate else "")
+    if best.total > budget:
+        yield finding(
+            "MODEL_TOO_LARGE_FOR_GPU",
+            f"training {name} needs >= {bytes_gib(best.total)} per GPU even with gradient checkpointing and micro-batch 1; {where} has {bytes_gib(budget)}",
+            detail=f"weights {bytes_gib(best.weights)}, grads {bytes_gib(best.grads)}, optimizer "
+            f"{bytes_gib(best.optimizer)} (AdamW), activations {bytes_gib(best.activations)}.",
+            fix="a smaller model (e.g. Qwen/Qwen2.5-0.5B-Instruct), LoRA (use_peft: true), or "
+            "several GPUs with FSDP",
+        )
+        return
+    planned = memory.estimate_training_memory(shape, **settings)
+    if planned.total > budget and not colocate:
+        levers = []
+        if not settings["grad_checkpointing"]:
+            levers.append("gradient_checkpointing: true")
+        levers.append(f"max_length below {settings['seq_len']}")
+        if settings["micro_batch"] > 1:
+            levers.append("per_device_train_batch_size: 1 (raise gradient_accumulation_steps)")
+        yield finding(
+            "OOM_LONG_SEQUENCE",
+            f"{name} at max_length {settings['seq_len']} x batch {settings['micro_batch']} needs ~{bytes_gib(planned.total)}; {where} has {bytes_gib(budget)}",
+            detail=f"activations {bytes_gib(planned.activations)}, logits {bytes_gib(planned.logits)}: "
+            "'CUDA out of memory' when the longest sample arrives.",
+            fix=", ".join(levers),
+        )
+
+
+def colocate_budget(facts: Facts) -> Iterator[Finding]:
+    if not uses_vllm(facts) or plan_str(facts, "vllm_mode") != "colocate":
+        return
+    setup = _setup(facts)
+    if setup is None:
+        return
+    from shop_r1_doctor import memory
+
+    shape, settings, total = setup
+    util = plan_float(facts, "vllm_gpu_memory_utilization") or TRL_COLOCATE_UTIL
+    train = memory.estimate_training_memory(shape, **settings).total
+    if util * total + train <= total:
+        return
+    fits = int((total - train) / total * 20) / 20  # round down to 0.05
+    fix = (
+        f"vllm_gpu_memory_utilization: {fits:.2f}"
+        if fits >= 0.1
+        else "vllm_enable_sleep_mode: true, a smaller per_device_train_batch_size, or gradient_checkpointing: true"
+    )
+    yield finding(
+        "TRL_COLOCATE_MEMORY_BUDGET",
+        f"vLLM takes {util:.2f} x {bytes_gib(total)} and training needs ~{bytes_gib(train)} on one {gpu_name(_gpu(facts))}",
+        detail="vLLM reserves its share at start; the optimizer state arrives after step 1: "
+        "OOM at vLLM init or at step 2-3.",
+        fix=fix,
+    )
+
+
+def kv_cache(facts: Facts) -> Iterator[Finding]:
+    if not uses_vllm(facts):
+        return
+    params = plan_int(facts, "model_params")
+    gpus = visible_gpus(facts)
+    if not params or not gpus or not isinstance(gpus[0].get("memory_total_bytes"), int):
+        return
+    from shop_r1_doctor import memory
+
+    gpu = gpus[0]
+    total = int(gpu["memory_total_bytes"])
+    server = plan_str(facts, "vllm_mode") == "server"
+    util = plan_float(facts, "vllm_gpu_memory_utilization") or (
+        VLLM_SERVE_UTIL if server else TRL_COLOCATE_UTIL
+    )
+    tp = plan_int(facts, "vllm_tensor_parallel_size") or 1
+    shape = dataclasses.replace(memory.shape_for_params(params), params=params)
+    seq = plan_int(facts, "max_length") or DEFAULT_SEQ
+    # weights and KV cache split across tensor-parallel ranks
+    need = (
+        memory.vllm_memory_fraction(shape, total, max_seq_len=seq, concurrent_seqs=1) * total / tp
+    )
+    others = sum(
+        p.get("used_bytes") or 0
+        for p in gpu.get("processes") or []
+        if isinstance(p, dict) and isinstance(p.get("used_bytes"), int)
+    )
+    share = util * total
+    if share >= need and share <= total - others:
+        return
+    why = (
+        f"{util:.2f} x {bytes_gib(total)} = {bytes_gib(share)} < ~{bytes_gib(need)} for weights, one "
+        f"{seq}-token sequence and overhead"
+        if share < need
+        else f"other processes already hold {bytes_gib(others)}, leaving less than {bytes_gib(share)}"
+    )
+    wanted = min(0.95, (need / total) + 0.05)
+    yield finding(
+        "VLLM_KV_CACHE_NO_MEMORY",
+        f"vLLM cannot fit {plan_str(facts, 'model') or 'the model'} on {gpu_name(gpu)}: {why}",
+        detail="'No available memory for the cache blocks. Try increasing gpu_memory_utilization'.",
+        fix=(
+            f"vllm_gpu_memory_utilization: {wanted:.2f}"
+            if share < need
+            else "free the GPU (see GPU_BUSY_OTHER_PROCESSES) or lower vllm_gpu_memory_utilization"
+        ),
+    )
+
+
+CHECKS = (model_fits, colocate_budget, kv_cache)

@@ -1,0 +1,80 @@
+"""Ray: Windows, the object store's /dev/shm, its temp dir, the cluster address."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from typing import Any
+
+from shop_r1_doctor.checks._base import GIB, bytes_gib, finding, plan_bool
+from shop_r1_doctor.facts import Facts
+from shop_r1_doctor.findings import Finding
+
+AF_UNIX_MAX = 107
+RAY_SOCKET_SUFFIX = 60  # /ray/session_<date>_<pid>/sockets/plasma_store and friends
+TMP_LOW = 10 * GIB
+
+
+def _ray(facts: Facts) -> dict[str, Any] | None:
+    value = facts.raw.get("ray")
+    return value if isinstance(value, dict) else None
+
+
+def ray_windows(facts: Facts) -> Iterator[Finding]:
+    ray = _ray(facts)
+    if ray is None or facts.os != "windows":
+        return
+    yield finding(
+        "RAY_WINDOWS_AGENT_CRASH",
+        f"Ray {ray.get('version', '')} on native Windows: the raylet can exit at start (SIGSEGV)",
+        severity="error" if plan_bool(facts, "use_ray") else "warning",
+        detail="'The raylet exited immediately because one Ray agent failed, agent_name = dashboard_agent'.",
+    )
+
+
+def ray_shm(facts: Facts) -> Iterator[Finding]:
+    shm, ram = facts.host.get("shm_bytes"), facts.host.get("ram_bytes")
+    if _ray(facts) is None or facts.container is None:
+        return
+    if not isinstance(shm, int) or not isinstance(ram, int) or shm >= 0.3 * ram:
+        return
+    yield finding(
+        "RAY_OBJECT_STORE_SMALL_SHM",
+        f"/dev/shm is {bytes_gib(shm)} (< 30% of {bytes_gib(ram)} RAM): Ray's object store falls back to /tmp",
+        detail="'The object store is using /tmp instead of /dev/shm' - slower, and fills the disk.",
+        fix=f"docker run --shm-size={int(0.3 * ram) // GIB + 1}g ...",
+    )
+
+
+def ray_tmp(facts: Facts) -> Iterator[Finding]:
+    if _ray(facts) is None:
+        return
+    table = facts.host.get("disk_free_bytes")
+    tmp = facts.env_value("RAY_TMPDIR") or facts.env_value("TMPDIR") or "/tmp"
+    free = table.get(tmp) if isinstance(table, dict) else None
+    if isinstance(free, int) and free < TMP_LOW:
+        yield finding(
+            "RAY_TMP_DISK_FULL",
+            f"{bytes_gib(free)} free at {tmp}, Ray's session directory",
+            detail="Ray stops with '/tmp/ray/session_... is over 95% full' as logs and spills grow.",
+            fix=f"rm -rf {tmp}/ray/session_2*  (old sessions), or ray start --temp-dir=<big disk>",
+        )
+    if len(tmp.rstrip("/")) + RAY_SOCKET_SUFFIX > AF_UNIX_MAX:
+        yield finding(
+            "RAY_AF_UNIX_PATH_TOO_LONG",
+            f"temp dir {tmp} ({len(tmp)} chars) makes Ray's socket paths exceed {AF_UNIX_MAX} bytes",
+            detail="'OSError: AF_UNIX path length cannot exceed 107 bytes' at ray.init().",
+        )
+
+
+def ray_cluster(facts: Facts) -> Iterator[Finding]:
+    ray = _ray(facts)
+    if ray is None or ray.get("cluster") != "unreachable":
+        return
+    yield finding(
+        "RAY_CLUSTER_UNREACHABLE",
+        f"Ray cluster at {ray.get('address')} does not answer",
+        detail=str(ray.get("error") or ""),
+    )
+
+
+CHECKS = (ray_windows, ray_shm, ray_tmp, ray_cluster)

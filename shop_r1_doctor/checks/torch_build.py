@@ -1,0 +1,220 @@
+"""torch's build against the GPUs (arch list, CPU-only wheels) and the CUDA toolkit."""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Iterator
+
+from shop_r1_doctor.checks._base import (
+    arch_runs,
+    attn_impl,
+    cc_text,
+    finding,
+    gpu_cc,
+    gpu_name,
+    pkg_installed,
+    pkg_version,
+    torch_arch_list,
+    torch_cuda,
+    torch_is_cpu_build,
+    torch_variant,
+    torch_version,
+    uses_vllm,
+)
+from shop_r1_doctor.facts import Facts, parse_version
+from shop_r1_doctor.findings import Finding
+from shop_r1_doctor.knowledge import load_compat
+
+
+def _index_for(cc: tuple[int, int]) -> str:
+    """The PyTorch wheel index that covers this arch today."""
+    if cc >= (10, 0):
+        return "cu130"
+    if cc < (7, 5):
+        return "cu126"
+    return "cu130"
+
+
+def torch_cpu_only(facts: Facts) -> Iterator[Finding]:
+    if not facts.gpus or torch_is_cpu_build(facts) is not True:
+        return
+    tv = torch_version(facts)
+    cc = min((c for c in (gpu_cc(g) for g in facts.gpus) if c), default=(8, 0))
+    index = _index_for(cc)
+    yield finding(
+        "TORCH_CPU_ONLY_BUILD",
+        f"torch {tv} is a CPU-only build but {gpu_name(facts.gpus[0])} is present",
+        detail="Training would run on the CPU (or fail with 'Torch not compiled with CUDA "
+        "enabled'). A `pip install` of another package may have swapped the CUDA wheel.",
+        fix=f"pip install --force-reinstall torch=={tv.public if tv else ''} "
+        f"--index-url https://download.pytorch.org/whl/{index}",
+    )
+
+
+def torch_arch_covers_gpus(facts: Facts) -> Iterator[Finding]:
+    tv = torch_version(facts)
+    if tv is None or torch_is_cpu_build(facts) is True:
+        return
+    archs = torch_arch_list(facts)
+    source = "torch.cuda.get_arch_list()"
+    if archs is None:
+        variant = torch_variant(facts)
+        row = load_compat().archs_for(tv, variant) if variant else None
+        if row is None:
+            return
+        archs = (list(row.archs), [max(row.archs)] if row.ptx else [])
+        source = f"the official {variant} wheel's arch list ({row.source})"
+    sass, ptx = archs
+    vllm_installed = pkg_installed(facts, "vllm") is True
+    seen = set()
+    for gpu in facts.gpus:
+        cc = gpu_cc(gpu)
+        if cc is None or cc in seen or arch_runs(cc, sass, ptx):
+            continue
+        seen.add(cc)
+        sm = f"sm_{cc[0]}{cc[1]}"
+        listed = " ".join(f"sm_{a}{b}" for a, b in sass) or "none"
+        title = f"torch {tv} has no kernels for {sm} ({gpu_name(gpu)})"
+        detail = (
+            f"Arch list from {source}: {listed}. CUDA ops fail with 'no kernel image is available'."
+        )
+        index = _index_for(cc)
+        fix = f"pip install --force-reinstall torch --index-url https://download.pytorch.org/whl/{index}"
+        if cc[0] == 12 and vllm_installed:
+            yield finding(
+                "VLLM_WHEEL_NO_SM120",
+                f"vLLM {pkg_version(facts, 'vllm')} runs on torch {tv}, which has no {sm} kernels ({gpu_name(gpu)})",
+                detail=detail,
+                fix='a vLLM release on torch >= 2.7.1 cu128 (pip install -U vllm), or build vLLM with TORCH_CUDA_ARCH_LIST="12.0"',
+            )
+        elif cc >= (10, 0):
+            yield finding("TORCH_NO_BLACKWELL_ARCH", title, detail=detail, fix=fix)
+        else:
+            yield finding("TORCH_ARCH_UNSUPPORTED_GPU", title, detail=detail, fix=fix)
+
+
+def gpu_too_old(facts: Facts) -> Iterator[Finding]:
+    compat = load_compat()
+    vv = pkg_version(facts, "vllm")
+    cuda = torch_cuda(facts)
+    cu13 = compat.feature("torch_cu13")
+    for gpu in facts.gpus:
+        cc = gpu_cc(gpu)
+        if cc is None:
+            continue
+        if vv is not None or uses_vllm(facts):
+            row = compat.vllm_min_cc_for(vv) if vv else None
+            min_cc = parse_version(row.value) if row else parse_version("7.0")
+            if min_cc is not None and cc < (min_cc.major, min_cc.minor):
+                vllm_name = f"vLLM {vv}" if vv else "vLLM"
+                yield finding(
+                    "GPU_TOO_OLD_FOR_STACK",
+                    f"{gpu_name(gpu)} (cc {cc_text(cc)}) is below {vllm_name}'s minimum cc {min_cc}",
+                    detail=f"'GPUs with compute capability below {min_cc} are not supported.' ({row.source if row else 'vLLM docs'})",
+                    fix="use_vllm=false (HF generation), a vLLM on CUDA 12.x for cc 7.0, or a newer GPU",
+                )
+                continue
+        if cu13 and cuda is not None and cuda.major >= 13 and cc < cu13.min_cc:
+            yield finding(
+                "GPU_TOO_OLD_FOR_STACK",
+                f"torch {torch_version(facts)} (CUDA {cuda}) does not support {gpu_name(gpu)} (cc {cc_text(cc)})",
+                detail=f"CUDA 13 builds need cc >= {cc_text(cu13.min_cc)} ({cu13.source}).",
+                fix="pip install --force-reinstall torch --index-url https://download.pytorch.org/whl/cu126",
+            )
+
+
+def torch_cuda_unavailable(facts: Facts) -> Iterator[Finding]:
+    t = facts.torch
+    if not t or t.get("cuda_available") is not False or not facts.gpus or not t.get("cuda"):
+        return
+    if facts.env_value("CUDA_VISIBLE_DEVICES") is not None:
+        return  # visible_devices / WSL checks explain it
+    err = t.get("error") if isinstance(t.get("error"), str) else ""
+    yield finding(
+        "TORCH_CUDA_UNAVAILABLE",
+        f"torch {torch_version(facts)} sees no CUDA device although {gpu_name(facts.gpus[0])} is present",
+        detail=err or "torch.cuda.is_available() returned False.",
+    )
+
+
+def _builds_extensions(facts: Facts) -> bool:
+    """Will something compile CUDA code here (a build of flash-attn, deepspeed's JIT ops)?"""
+    fa_wanted = (
+        attn_impl(facts) == "flash_attention_2" and pkg_installed(facts, "flash-attn") is False
+    )
+    return fa_wanted or any(pkg_installed(facts, d) is True for d in ("deepspeed", "apex"))
+
+
+def cuda_toolkit(facts: Facts) -> Iterator[Finding]:
+    tk = facts.section("cuda_toolkit")
+    nvcc_v = parse_version(tk.get("nvcc_version"))
+    cuda = torch_cuda(facts)
+    building = _builds_extensions(facts)
+    if nvcc_v is not None and cuda is not None and nvcc_v.major != cuda.major:
+        yield finding(
+            "CUDA_TOOLKIT_TORCH_MISMATCH_BUILD",
+            f"nvcc {nvcc_v} ({tk.get('nvcc') or 'on PATH'}) vs torch {torch_version(facts)} built with CUDA {cuda}",
+            severity="warning" if building else "info",
+            detail="CUDA extension builds (flash-attn, deepspeed ops, apex) refuse a toolkit of "
+            "another major than torch's.",
+            fix=f"install CUDA toolkit {cuda.major}.x and export CUDA_HOME=/usr/local/cuda-{cuda.major}.{cuda.minor}",
+        )
+    ccs = [c for c in (gpu_cc(g) for g in facts.gpus) if c]
+    row = load_compat().nvcc_min_for_cc(max(ccs)) if ccs else None
+    need = parse_version(row.value) if row else None
+    if nvcc_v is not None and need is not None and nvcc_v < need and building:
+        yield finding(
+            "NVCC_TOO_OLD_FOR_ARCH",
+            f"nvcc {nvcc_v} cannot compile for cc {cc_text(max(ccs))} (needs CUDA >= {need})",
+            detail=f"'nvcc fatal : Unsupported gpu architecture' ({row.source if row else ''}).",
+            fix=f"install CUDA >= {need} and put its bin first on PATH (export CUDA_HOME=...)",
+        )
+    on_path = [p for p in tk.get("nvcc_on_path") or [] if isinstance(p, str)]
+    if len({os.path.dirname(p) for p in on_path}) > 1:
+        yield finding(
+            "NVCC_MULTIPLE_ON_PATH",
+            f"{len(on_path)} nvcc on PATH; builds use {on_path[0]}",
+            detail="\n".join(on_path),
+        )
+    no_toolkit = not tk.get("cuda_home") and not tk.get("nvcc") and not on_path
+    if pkg_installed(facts, "deepspeed") is True and "cuda_toolkit" in facts.raw and no_toolkit:
+        yield finding(
+            "CUDA_HOME_MISSING_DEEPSPEED",
+            f"deepspeed {pkg_version(facts, 'deepspeed')} is installed but there is no CUDA toolkit (CUDA_HOME unset, no nvcc)",
+            detail="DeepSpeed's op builders raise MissingCUDAException: even `import trl` or "
+            "accelerate's DeepSpeed integration can fail.",
+        )
+
+
+def ext_arch_list(facts: Facts) -> Iterator[Finding]:
+    value = facts.env_value("TORCH_CUDA_ARCH_LIST")
+    if not value or not facts.gpus:
+        return
+    sass, ptx = [], []
+    for item in value.replace(",", ";").replace(" ", ";").split(";"):
+        item = item.strip()
+        base = item.removesuffix("+PTX")
+        major, _, minor = base.partition(".")
+        if major.isdigit() and minor[:1].isdigit():
+            cc = (int(major), int(minor[:1]))
+            sass.append(cc)
+            if item.endswith("+PTX"):
+                ptx.append(cc)
+    for cc in sorted({c for c in (gpu_cc(g) for g in facts.gpus) if c}):
+        if not arch_runs(cc, sass, ptx):
+            yield finding(
+                "EXT_BUILD_ARCH_LIST_MISSES_GPU",
+                f"TORCH_CUDA_ARCH_LIST={value!r} does not cover cc {cc_text(cc)}",
+                detail="Extensions built now (flash-attn, apex, megatron) will have no kernel for this GPU.",
+                fix=f'export TORCH_CUDA_ARCH_LIST="{cc_text(cc)}+PTX"',
+            )
+
+
+CHECKS = (
+    torch_cpu_only,
+    torch_arch_covers_gpus,
+    gpu_too_old,
+    torch_cuda_unavailable,
+    cuda_toolkit,
+    ext_arch_list,
+)

@@ -1,0 +1,479 @@
+"""Compatibility knowledge (`compat.yaml`), loaded and validated in one place.
+
+`load_compat()` parses the YAML once into typed, frozen records and answers lookups
+(driver minimum for a CUDA version, torch arch list for a build, vLLM's torch pin, ...).
+A malformed entry raises ToolError naming the file and the field. Checks prefer facts
+read from the machine (Requires-Dist, torch's arch list) and fall back to these tables.
+"""
+
+from __future__ import annotations
+
+import functools
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import yaml
+from packaging.specifiers import InvalidSpecifier, SpecifierSet
+from packaging.version import InvalidVersion, Version
+
+from shop_r1_doctor.errors import ToolError
+
+COMPAT_PATH = Path(__file__).with_name("compat.yaml")
+COMPAT_SCHEMA = "shop-r1.compat/1"
+
+CC = tuple[int, int]
+
+
+def public(version: Version) -> Version:
+    """Drop the local tag: `2.7.1+cu128` -> `2.7.1` (specifier ranges ignore builds)."""
+    return Version(version.public)
+
+
+@dataclass(frozen=True)
+class DriverMin:
+    cuda: Version
+    linux: Version | None
+    windows: Version | None
+    source: str
+
+
+@dataclass(frozen=True)
+class MinorCompat:
+    cuda_major: int
+    linux: Version
+    source: str
+
+
+@dataclass(frozen=True)
+class TorchRelease:
+    torch: str  # "2.11"
+    python: SpecifierSet
+    variants: tuple[str, ...]
+    default: str
+    source: str
+
+
+@dataclass(frozen=True)
+class TorchArchs:
+    variant: str
+    torch: SpecifierSet
+    archs: tuple[CC, ...]
+    ptx: bool
+    source: str
+
+
+@dataclass(frozen=True)
+class Ranged:
+    """A value that holds for a version range of one package (vLLM pins, NCCL, ...)."""
+
+    spec: SpecifierSet
+    value: str
+    source: str
+    extra: str = ""  # CUDA version of a vLLM range; effect of an expandable_segments rule
+    cuda_major: int | None = None
+
+
+@dataclass(frozen=True)
+class FaWheels:
+    flash_attn: SpecifierSet
+    torch: SpecifierSet
+    cuda_majors: tuple[int, ...]
+    source: str
+    release: str = ""  # newest release with assets in this range; "" = none known
+
+
+@dataclass(frozen=True)
+class Feature:
+    name: str
+    min_cc: CC
+    max_cc: CC | None
+    source: str
+    dist: str = ""
+    module: str = ""
+
+
+@dataclass(frozen=True)
+class Compat:
+    driver_min: tuple[DriverMin, ...]
+    minor_compat: tuple[MinorCompat, ...]
+    torch_releases: tuple[TorchRelease, ...]
+    torch_archs: tuple[TorchArchs, ...]
+    nccl_bundled: tuple[Ranged, ...]
+    vllm_torch: tuple[Ranged, ...]
+    vllm_min_cc: tuple[Ranged, ...]
+    vllm_expandable_segments: tuple[Ranged, ...]
+    vllm_attention_env: dict[str, str]
+    trl_vllm: tuple[Ranged, ...]
+    flash_attn_wheels: tuple[FaWheels, ...]
+    flash_attn_wheel_url: str
+    flash_attn_cxx11abi: tuple[Ranged, ...]
+    flash_attn_archs: tuple[CC, ...]
+    flash_attn_sm120_from: Version
+    flash_attn_archs_source: str
+    features: dict[str, Feature]
+    nvcc_min_for_arch: tuple[Ranged, ...]  # value = nvcc version; extra = min cc
+    numpy2: dict[str, str]
+    hf_xet: dict[str, str]
+
+    # --- lookups (None = the tables do not say) ---
+    def driver_min_for(self, cuda: Version, os: str = "linux") -> DriverMin | None:
+        """Driver row for this CUDA major.minor (or the next newer row the table has)."""
+        key = Version(f"{cuda.major}.{cuda.minor}")
+        rows = [r for r in self.driver_min if r.cuda >= key and r.cuda.major == key.major]
+        row = min(rows, key=lambda r: r.cuda) if rows else None
+        if row is None or (os == "windows" and row.windows is None):
+            return None
+        return row
+
+    def max_cuda_for_driver(self, driver: Version, os: str = "linux") -> Version | None:
+        """Newest CUDA whose full-feature driver minimum this driver meets."""
+        ok = [
+            r.cuda
+            for r in self.driver_min
+            if (r.windows if os == "windows" else r.linux) is not None
+            and driver >= (r.windows if os == "windows" else r.linux)  # type: ignore[operator]
+        ]
+        return max(ok) if ok else None
+
+    def minor_compat_floor(self, cuda_major: int) -> MinorCompat | None:
+        return next((m for m in self.minor_compat if m.cuda_major == cuda_major), None)
+
+    def torch_release(self, torch: Version) -> TorchRelease | None:
+        key = f"{torch.major}.{torch.minor}"
+        return next((r for r in self.torch_releases if r.torch == key), None)
+
+    def archs_for(self, torch: Version, variant: str) -> TorchArchs | None:
+        base = public(torch)
+        return next((a for a in self.torch_archs if a.variant == variant and base in a.torch), None)
+
+    def nccl_for(self, torch: Version, cuda_major: int | None) -> Ranged | None:
+        base = public(torch)
+        for row in self.nccl_bundled:
+            if base in row.spec and (row.cuda_major is None or row.cuda_major == cuda_major):
+                return row
+        return None
+
+    def _ranged(self, rows: tuple[Ranged, ...], version: Version) -> Ranged | None:
+        base = public(version)
+        return next((r for r in rows if base in r.spec), None)
+
+    def vllm_torch_pin(self, vllm: Version) -> Ranged | None:
+        return self._ranged(self.vllm_torch, vllm)
+
+    def vllm_min_cc_for(self, vllm: Version) -> Ranged | None:
+        return self._ranged(self.vllm_min_cc, vllm)
+
+    def vllm_expandable_rule(self, vllm: Version) -> Ranged | None:
+        return self._ranged(self.vllm_expandable_segments, vllm)
+
+    def trl_vllm_range(self, trl: Version) -> Ranged | None:
+        return self._ranged(self.trl_vllm, trl)
+
+    def flash_attn_abi_for(self, torch: Version) -> Ranged | None:
+        return self._ranged(self.flash_attn_cxx11abi, torch)
+
+    def fa_wheel_rows(self, flash_attn: Version) -> list[FaWheels]:
+        base = public(flash_attn)
+        return [w for w in self.flash_attn_wheels if base in w.flash_attn]
+
+    def newest_fa_covering(self, torch: Version, cuda_major: int) -> FaWheels | None:
+        """The newest released flash-attn wheel row that covers this torch and CUDA major."""
+        base = public(torch)
+        rows = [
+            w
+            for w in self.flash_attn_wheels
+            if w.release and base in w.torch and cuda_major in w.cuda_majors
+        ]
+        return rows[-1] if rows else None
+
+    def feature(self, name: str) -> Feature | None:
+        return self.features.get(name)
+
+    def nvcc_min_for_cc(self, cc: CC) -> Ranged | None:
+        rows = [r for r in self.nvcc_min_for_arch if _cc(r.extra, "min_cc", "") <= cc]
+        return max(rows, key=lambda r: _cc(r.extra, "min_cc", "")) if rows else None
+
+
+# --- parsing with one-line errors ------------------------------------------------------
+
+
+class _Reader:
+    """Field access that raises ToolError("<file>: <path>: what; what to do")."""
+
+    def __init__(self, file: str) -> None:
+        self.file = file
+
+    def fail(self, where: str, what: str) -> ToolError:
+        return ToolError(f"{self.file}: {where}: {what}; fix the entry or reinstall shop-r1")
+
+    def get(self, obj: Any, key: str, where: str, kind: type | tuple[type, ...] = str) -> Any:
+        if not isinstance(obj, dict) or key not in obj:
+            raise self.fail(f"{where}.{key}", "missing")
+        value = obj[key]
+        kinds = kind if isinstance(kind, tuple) else (kind,)
+        # YAML `true` is an int to isinstance; only accept it where a bool is wanted.
+        if not isinstance(value, kinds) or (isinstance(value, bool) and bool not in kinds):
+            raise self.fail(f"{where}.{key}", f"expected {_kind(kind)}, got {value!r}")
+        return value
+
+    def opt(self, obj: dict[str, Any], key: str, where: str, kind: type = str) -> Any:
+        return self.get(obj, key, where, kind) if key in obj else None
+
+    def version(self, obj: Any, key: str, where: str) -> Version:
+        text = self.get(obj, key, where)
+        try:
+            return Version(text)
+        except InvalidVersion:
+            raise self.fail(f"{where}.{key}", f"not a version: {text!r}") from None
+
+    def spec(self, obj: Any, key: str, where: str) -> SpecifierSet:
+        text = self.get(obj, key, where)
+        try:
+            return SpecifierSet(text)
+        except InvalidSpecifier:
+            raise self.fail(f"{where}.{key}", f"not a version range: {text!r}") from None
+
+    def cc(self, obj: Any, key: str, where: str) -> CC:
+        return _cc(self.get(obj, key, where), f"{where}.{key}", self.file)
+
+    def rows(self, data: Any, key: str) -> list[tuple[str, dict[str, Any]]]:
+        items = self.get(data, key, "compat", list)
+        out = []
+        for i, item in enumerate(items):
+            where = f"{key}[{i}]"
+            if not isinstance(item, dict):
+                raise self.fail(where, "expected a mapping")
+            self.get(item, "source", where)
+            out.append((where, item))
+        return out
+
+
+def _kind(kind: type | tuple[type, ...]) -> str:
+    names = {
+        str: "a string",
+        int: "an integer",
+        list: "a list",
+        dict: "a mapping",
+        bool: "true/false",
+    }
+    kinds = kind if isinstance(kind, tuple) else (kind,)
+    return " or ".join(names.get(k, k.__name__) for k in kinds)
+
+
+def _cc(text: Any, where: str, file: str) -> CC:
+    if isinstance(text, str):
+        major, _, minor = text.partition(".")
+        if major.isdigit() and minor.isdigit():
+            return int(major), int(minor)
+    raise ToolError(f"{file}: {where}: not a compute capability like '8.0': {text!r}")
+
+
+def parse_compat(data: Any, file: str) -> Compat:
+    r = _Reader(file)
+    if not isinstance(data, dict):
+        raise r.fail("compat", "expected a mapping at the top level")
+    if data.get("schema") != COMPAT_SCHEMA:
+        raise r.fail("schema", f"expected {COMPAT_SCHEMA!r}, got {data.get('schema')!r}")
+
+    def ranged(key: str, spec_key: str, value_key: str, extra_key: str = "") -> tuple[Ranged, ...]:
+        return tuple(
+            Ranged(
+                spec=r.spec(item, spec_key, w),
+                value=str(r.get(item, value_key, w, (str, bool))),
+                source=item["source"],
+                extra=str(r.get(item, extra_key, w)) if extra_key and extra_key in item else "",
+                cuda_major=r.opt(item, "cuda_major", w, int),
+            )
+            for w, item in r.rows(data, key)
+        )
+
+    drivers = tuple(
+        DriverMin(
+            cuda=r.version(item, "cuda", w),
+            linux=r.version(item, "linux", w) if "linux" in item else None,
+            windows=r.version(item, "windows", w) if "windows" in item else None,
+            source=item["source"],
+        )
+        for w, item in r.rows(data, "driver_min")
+    )
+    minor = tuple(
+        MinorCompat(r.get(item, "cuda_major", w, int), r.version(item, "linux", w), item["source"])
+        for w, item in r.rows(data, "minor_compat")
+    )
+    releases = tuple(
+        TorchRelease(
+            torch=r.get(item, "torch", w),
+            python=r.spec(item, "python", w),
+            variants=tuple(str(v) for v in r.get(item, "variants", w, list)),
+            default=r.get(item, "default", w),
+            source=item["source"],
+        )
+        for w, item in r.rows(data, "torch_releases")
+    )
+    archs = tuple(
+        TorchArchs(
+            variant=r.get(item, "variant", w),
+            torch=r.spec(item, "torch", w),
+            archs=tuple(_cc(a, f"{w}.archs", file) for a in r.get(item, "archs", w, list)),
+            ptx=r.get(item, "ptx", w, bool),
+            source=item["source"],
+        )
+        for w, item in r.rows(data, "torch_archs")
+    )
+    fa = tuple(
+        FaWheels(
+            flash_attn=r.spec(item, "flash_attn", w),
+            torch=r.spec(item, "torch", w),
+            cuda_majors=tuple(int(c) for c in r.get(item, "cuda_majors", w, list)),
+            source=item["source"],
+            release=str(r.version(item, "release", w)) if "release" in item else "",
+        )
+        for w, item in r.rows(data, "flash_attn_wheels")
+    )
+    fa_archs = r.get(data, "flash_attn_archs", "compat", dict)
+    features = {}
+    for name, item in r.get(data, "features", "compat", dict).items():
+        w = f"features.{name}"
+        r.get(item, "source", w)
+        features[name] = Feature(
+            name=name,
+            min_cc=r.cc(item, "min_cc", w),
+            max_cc=r.cc(item, "max_cc", w) if "max_cc" in item else None,
+            source=item["source"],
+            dist=r.opt(item, "dist", w) or "",
+            module=r.opt(item, "module", w) or "",
+        )
+    nvcc_rows = tuple(
+        Ranged(
+            spec=SpecifierSet(),
+            value=str(r.version(item, "nvcc", w)),
+            source=item["source"],
+            extra=_cc_text(r.cc(item, "min_cc", w)),
+        )
+        for w, item in r.rows(data, "nvcc_min_for_arch")
+    )
+    for mapping in ("vllm_attention_env", "numpy2", "hf_xet"):
+        section = r.get(data, mapping, "compat", dict)
+        r.get(section, "source", mapping)
+        for key, value in section.items():
+            if key != "source":
+                r.version(section, key, mapping)
+            elif not isinstance(value, str):
+                raise r.fail(f"{mapping}.{key}", "expected a string")
+    return Compat(
+        driver_min=drivers,
+        minor_compat=minor,
+        torch_releases=releases,
+        torch_archs=archs,
+        nccl_bundled=ranged("nccl_bundled", "torch", "nccl"),
+        vllm_torch=ranged("vllm_torch", "vllm", "torch", "cuda"),
+        vllm_min_cc=ranged("vllm_min_cc", "vllm", "min_cc"),
+        vllm_expandable_segments=ranged("vllm_expandable_segments", "vllm", "effect"),
+        vllm_attention_env=dict(data["vllm_attention_env"]),
+        trl_vllm=ranged("trl_vllm", "trl", "vllm"),
+        flash_attn_wheels=fa,
+        flash_attn_wheel_url=r.get(data, "flash_attn_wheel_url", "compat"),
+        flash_attn_cxx11abi=ranged("flash_attn_cxx11abi", "torch", "abi"),
+        flash_attn_archs=tuple(
+            _cc(a, "flash_attn_archs.archs", file)
+            for a in r.get(fa_archs, "archs", "flash_attn_archs", list)
+        ),
+        flash_attn_sm120_from=r.version(fa_archs, "sm120_native_from", "flash_attn_archs"),
+        flash_attn_archs_source=r.get(fa_archs, "source", "flash_attn_archs"),
+        features=features,
+        nvcc_min_for_arch=nvcc_rows,
+        numpy2=dict(data["numpy2"]),
+        hf_xet=dict(data["hf_xet"]),
+    )
+
+
+def _cc_text(cc: CC) -> str:
+    return f"{cc[0]}.{cc[1]}"
+
+
+def load_compat_file(path: str | Path) -> Compat:
+    """Parse one compat file (tests point this at broken copies)."""
+    p = Path(path)
+    try:
+        text = p.read_text(encoding="utf-8")
+    except OSError as exc:
+        raise ToolError(f"{p}: cannot read compatibility data: {exc.strerror}") from None
+    try:
+        data = yaml.safe_load(text)
+    except yaml.YAMLError as exc:
+        mark = getattr(exc, "problem_mark", None)
+        line = f":{mark.line + 1}" if mark is not None else ""
+        problem = getattr(exc, "problem", None) or "invalid YAML"
+        raise ToolError(f"{p}{line}: not valid YAML ({problem}); fix the file") from None
+    return parse_compat(data, str(p))
+
+
+@functools.lru_cache(maxsize=1)
+def load_compat() -> Compat:
+    """The packaged compatibility knowledge, parsed and validated once per process."""
+    return load_compat_file(COMPAT_PATH)
+
+
+# --- finding codes (codes.yaml) --------------------------------------------------------
+
+CODES_PATH = Path(__file__).with_name("codes.yaml")
+CODES_SCHEMA = "shop-r1.codes/1"
+_SEVERITIES = ("error", "warning", "info")
+
+
+@dataclass(frozen=True)
+class CodeInfo:
+    """What a finding code means: default severity, trigger, fix and catalog sources."""
+
+    code: str
+    severity: str
+    subject: str
+    trigger: str
+    fix: str
+    urls: tuple[str, ...]
+    log_only: bool = False
+
+
+def parse_codes(data: Any, file: str) -> dict[str, CodeInfo]:
+    r = _Reader(file)
+    if not isinstance(data, dict) or data.get("schema") != CODES_SCHEMA:
+        raise r.fail("schema", f"expected {CODES_SCHEMA!r}")
+    out: dict[str, CodeInfo] = {}
+    for code, item in r.get(data, "codes", "codes", dict).items():
+        w = f"codes.{code}"
+        severity = r.get(item, "severity", w)
+        if severity not in _SEVERITIES:
+            raise r.fail(f"{w}.severity", f"expected one of {', '.join(_SEVERITIES)}")
+        urls = r.get(item, "urls", w, list)
+        if not all(isinstance(u, str) and u.startswith("https://") for u in urls):
+            raise r.fail(f"{w}.urls", "expected a list of https:// URLs")
+        out[code] = CodeInfo(
+            code=code,
+            severity=severity,
+            subject=r.get(item, "subject", w),
+            trigger=r.get(item, "trigger", w),
+            fix=r.get(item, "fix", w),
+            urls=tuple(urls),
+            log_only=bool(r.opt(item, "log_only", w, bool)),
+        )
+    return out
+
+
+def load_codes_file(path: str | Path) -> dict[str, CodeInfo]:
+    p = Path(path)
+    try:
+        data = yaml.safe_load(p.read_text(encoding="utf-8"))
+    except OSError as exc:
+        raise ToolError(f"{p}: cannot read finding codes: {exc.strerror}") from None
+    except yaml.YAMLError as exc:
+        mark = getattr(exc, "problem_mark", None)
+        line = f":{mark.line + 1}" if mark is not None else ""
+        raise ToolError(f"{p}{line}: not valid YAML; fix the file") from None
+    return parse_codes(data, str(p))
+
+
+@functools.lru_cache(maxsize=1)
+def load_codes() -> dict[str, CodeInfo]:
+    """Every finding code with its default severity, trigger, fix and sources."""
+    return load_codes_file(CODES_PATH)

@@ -1,0 +1,90 @@
+"""The compat knowledge and the code list load, and malformed files give one-line errors."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+from packaging.version import Version
+
+from shop_r1_doctor.errors import ToolError
+from shop_r1_doctor.knowledge import (
+    COMPAT_PATH,
+    load_codes,
+    load_compat,
+    load_compat_file,
+)
+
+
+def test_compat_lookups() -> None:
+    c = load_compat()
+    assert load_compat() is c  # cached
+    assert str(c.driver_min_for(Version("12.8")).linux) == "570.26"
+    assert c.max_cuda_for_driver(Version("580.159.04")) == Version("13.0")
+    assert c.vllm_torch_pin(Version("0.10.1.1")).value == "2.7.1"
+    assert c.vllm_min_cc_for(Version("0.22.0")).value == "7.5"
+    assert (12, 0) in c.archs_for(Version("2.11.0+cu130"), "cu130").archs
+    assert c.archs_for(Version("2.6.0+cu124"), "cu124").archs[-1] == (9, 0)
+    assert c.newest_fa_covering(Version("2.7.1+cu128"), 12).release == "2.8.3"
+    assert c.feature("bf16").min_cc == (8, 0)
+    assert c.nccl_for(Version("2.11.0"), 13).value == "2.28.9"
+
+
+def test_every_entry_names_its_source() -> None:
+    c = load_compat()
+    rows = [
+        *c.driver_min,
+        *c.torch_archs,
+        *c.vllm_torch,
+        *c.flash_attn_wheels,
+        *c.features.values(),
+    ]
+    assert all(r.source for r in rows)
+    assert all(info.trigger and info.fix for info in load_codes().values())
+
+
+@pytest.mark.parametrize(
+    ("edit", "expected"),
+    [
+        (('linux: "570.26"', 'linux: "five-seventy"'), "driver_min[4].linux: not a version"),
+        (('vllm: ">=0.9.0,<0.10"', 'vllm: "~~0.9"'), "vllm_torch[3].vllm: not a version range"),
+        (('archs: ["8.0", "9.0", "10.0", "12.0"]', 'archs: ["sm80"]'), "not a compute capability"),
+        (("schema: shop-r1.compat/1", "schema: other/1"), "schema: expected 'shop-r1.compat/1'"),
+        (("torch_releases:", "torch_releases: [oops"), "not valid YAML"),
+    ],
+)
+def test_malformed_compat_is_one_line_tool_error(
+    tmp_path: Path, edit: tuple, expected: str
+) -> None:
+    text = COMPAT_PATH.read_text(encoding="utf-8")
+    assert edit[0] in text
+    bad = tmp_path / "compat.yaml"
+    bad.write_text(text.replace(edit[0], edit[1], 1), encoding="utf-8")
+    with pytest.raises(ToolError) as err:
+        load_compat_file(bad)
+    message = str(err.value)
+    assert "\n" not in message and str(bad) in message and expected in message
+
+
+def test_missing_source_is_named(tmp_path: Path) -> None:
+    text = COMPAT_PATH.read_text(encoding="utf-8")
+    bad = tmp_path / "compat.yaml"
+    bad.write_text(
+        text.replace(', source: "NVIDIA CUDA 13.1 release notes"', "", 1), encoding="utf-8"
+    )
+    with pytest.raises(ToolError, match=r"driver_min\[7\]\.source: missing"):
+        load_compat_file(bad)
+
+
+def test_unreadable_file(tmp_path: Path) -> None:
+    with pytest.raises(ToolError, match="cannot read"):
+        load_compat_file(tmp_path / "nope.yaml")
+
+
+def test_docs_checks_md_is_in_sync() -> None:
+    from shop_r1_doctor.checks.docs import render_markdown
+
+    docs = Path(__file__).parents[2] / "docs" / "checks.md"
+    assert docs.read_text(encoding="utf-8") == render_markdown(), (
+        "regenerate: python -m shop_r1_doctor.checks.docs > docs/checks.md"
+    )
