@@ -1,9 +1,99 @@
-"""`shop-r1 report` (placeholder until its owner fills it in)."""
+"""`shop-r1 report`: a complete, redacted bug report (markdown) in one step."""
 
 from __future__ import annotations
 
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
 import typer
+
+if TYPE_CHECKING:
+    from shop_r1_doctor.bugreport import ReportInput, RunOutcome
 
 
 def register(app: typer.Typer) -> None:
     """Add this group's command(s) to the root app."""
+    app.command(name="report")(report)
+
+
+def report(
+    log: Path | None = typer.Option(None, "--log", help="Log file of the failing run."),
+    cmd: str = typer.Option("", "--cmd", help="The command that failed, as you ran it."),
+    output: Path | None = typer.Option(
+        None, "-o", "--output", help="Write the issue body here (default: print it)."
+    ),
+    redact_hosts: bool = typer.Option(
+        False, "--redact-hosts", help="Also hide IP addresses and this machine's hostname."
+    ),
+    snapshot: Path | None = typer.Option(
+        None, "--snapshot", help="Use a saved snapshot (doctor --save) instead of probing."
+    ),
+    fast: bool = typer.Option(False, "--fast", help="Skip the probes that import torch."),
+) -> None:
+    """Write a markdown issue body: summary, findings, environment, log, traceback."""
+    from shop_r1_doctor.bugreport import RunOutcome, build_report
+
+    log_text = read_log(log) if log else ""
+    outcome = RunOutcome(command=cmd, log_path=str(log) if log else None)
+    data = gather(outcome, log_text, snapshot_path=snapshot, fast=fast)
+    text = build_report(data, hosts=redact_hosts)
+    if output is None:
+        typer.echo(text, nl=False)
+        return
+    write_report(output, text)
+    typer.echo(f"Bug report written to {output} (secrets redacted; review it before posting).")
+
+
+def gather(
+    outcome: RunOutcome, log_text: str, *, snapshot_path: Path | None, fast: bool
+) -> ReportInput:
+    """Snapshot + diagnosis for the report. A doctor failure is reported, not raised:
+    the user is already dealing with one failure and still needs the report."""
+    from shop_r1_doctor.bugreport import ReportInput
+    from shop_r1_doctor.snapshot import load_snapshot
+
+    if snapshot_path is not None:
+        snap: dict[str, Any] = load_snapshot(snapshot_path)  # a bad file is the user's to fix
+    else:
+        from shop_r1_doctor.probes.collect import collect_snapshot
+
+        snap = collect_snapshot(fast=fast)
+    try:
+        from shop_r1_doctor.diagnose import diagnose
+
+        diagnosis = diagnose(snap)
+    except Exception as exc:  # a broken check must not cost the user the report
+        return ReportInput(
+            snapshot=snap,
+            log_text=log_text,
+            outcome=outcome,
+            doctor_error=f"{type(exc).__name__}: {exc}",
+        )
+    return ReportInput(
+        snapshot=snap,
+        findings=diagnosis.findings,
+        profile=diagnosis.profile,
+        log_text=log_text,
+        outcome=outcome,
+    )
+
+
+def read_log(path: Path) -> str:
+    from shop_r1_doctor.errors import ToolError
+
+    try:
+        return path.read_text(encoding="utf-8", errors="replace")
+    except FileNotFoundError:
+        raise ToolError(f"{path}: no such log file; pass the file your run wrote") from None
+    except OSError as exc:
+        raise ToolError(f"{path}: cannot read the log: {exc.strerror}") from None
+
+
+def write_report(path: Path, text: str) -> None:
+    from shop_r1_doctor.errors import ToolError
+
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(text, encoding="utf-8")
+    except OSError as exc:
+        raise ToolError(f"{path}: cannot write the report: {exc.strerror}") from None

@@ -1,9 +1,86 @@
-"""`shop-r1 run` (placeholder until its owner fills it in)."""
+"""`shop-r1 run -- CMD ...`: run a command, keep its log, file a report when it fails."""
 
 from __future__ import annotations
+
+import shlex
+import time
+from dataclasses import replace
+from pathlib import Path
 
 import typer
 
 
 def register(app: typer.Typer) -> None:
     """Add this group's command(s) to the root app."""
+    app.command(
+        name="run",
+        context_settings={"allow_extra_args": True, "ignore_unknown_options": True},
+    )(run)
+
+
+def run(
+    command: list[str] = typer.Argument(..., help="The command to run, after `--`."),
+    min_seconds: float | None = typer.Option(
+        None,
+        "--min-seconds",
+        help="An exit 0 sooner than this is suspicious. Default: 60 for training commands "
+        "(train/sft/grpo/torchrun/accelerate), else off.",
+    ),
+    report_dir: Path | None = typer.Option(
+        None,
+        "--report-dir",
+        help="Where the log and report go (default: shop-r1-runs/<time>-<name>).",
+    ),
+    redact_hosts: bool = typer.Option(
+        False, "--redact-hosts", help="Also hide IP addresses and this machine's hostname."
+    ),
+    fast: bool = typer.Option(False, "--fast", help="Skip the probes that import torch."),
+) -> None:
+    """Run CMD with its output shown live and saved; on failure write a bug report.
+
+    Exit status: the command's own (128+N when killed by signal N), or 1 when it exited 0
+    but looked like it did not do its work (empty log, too quick, a silent failure).
+    """
+    from shop_r1_doctor.bugreport import RunOutcome, build_report
+    from shop_r1_doctor.cli.report import gather, write_report
+    from shop_r1_doctor.runwatch import default_min_seconds, judge, run_and_tee
+
+    run_dir = report_dir or default_run_dir(command)
+    result = run_and_tee(command, run_dir)
+    threshold = default_min_seconds(command) if min_seconds is None else min_seconds
+    verdict = judge(result, threshold)
+    say = _stderr
+    if result.interrupted:
+        say(f"shop-r1 run: interrupted; log kept in {result.log_path}")
+        raise typer.Exit(result.exit_code or 130)
+    if not verdict.failed:
+        raise typer.Exit(0)
+    outcome = RunOutcome(
+        command=shlex.join(command),
+        exit_code=result.returncode if result.returncode >= 0 else None,
+        signal=result.signal,
+        seconds=result.seconds,
+        verdict=verdict.sentence,
+        log_path=str(result.log_path),
+    )
+    say(f"shop-r1 run: the command {verdict.sentence}; writing a bug report ...")
+    data = gather(outcome, result.log_text, snapshot_path=None, fast=fast)
+    data = replace(data, findings=(*verdict.findings, *data.findings))
+    report_path = run_dir / "report.md"
+    write_report(report_path, build_report(data, hosts=redact_hosts))
+    say(f"shop-r1 run: report written to {report_path} (secrets redacted; review before posting)")
+    raise typer.Exit(result.exit_code or 1)
+
+
+def default_run_dir(command: list[str]) -> Path:
+    name = Path(command[0]).name if command else "cmd"
+    if name.startswith("python") and len(command) > 2 and command[1] == "-m":
+        name = command[2]
+    elif name.startswith("python") and len(command) > 1 and not command[1].startswith("-"):
+        name = Path(command[1]).stem
+    safe = "".join(c if c.isalnum() or c in "-_." else "-" for c in name)[:40] or "cmd"
+    return Path("shop-r1-runs") / f"{time.strftime('%Y%m%d-%H%M%S')}-{safe}"
+
+
+def _stderr(message: str) -> None:
+    typer.echo(message, err=True)

@@ -1,0 +1,286 @@
+"""The markdown issue body: what failed, why we think so, the machine, what to try.
+
+Renderer only: it takes a snapshot, a diagnosis and the log text that the callers
+collected, and builds text. Everything it writes passes through `redact.redact_text`
+as the last step, so a secret in the command, the log or the snapshot cannot reach
+the file, whichever section it would have landed in.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from shop_r1_doctor.facts import Facts
+from shop_r1_doctor.findings import Finding
+from shop_r1_doctor.logscan import (
+    LogMatch,
+    extract_fatal,
+    extract_traceback,
+    scan_log,
+    signal_lines,
+)
+from shop_r1_doctor.redact import redact_text
+
+TAIL_LINES = 60
+MAX_LINE = 400
+PACKAGES = (
+    "torch",
+    "transformers",
+    "trl",
+    "vllm",
+    "flash-attn",
+    "accelerate",
+    "datasets",
+    "deepspeed",
+    "peft",
+    "ray",
+    "numpy",
+    "shop-r1",
+)
+_ICON = {"error": "✗", "warning": "!", "info": "i"}
+
+
+@dataclass(frozen=True)
+class RunOutcome:
+    """How the failing command ended, as `shop-r1 run` saw it (all optional for `report`)."""
+
+    command: str = ""
+    exit_code: int | None = None
+    signal: str | None = None  # "SIGSEGV" when the child died by a signal
+    seconds: float | None = None
+    verdict: str = ""  # one sentence: "exited with code 3", "was killed by SIGABRT", ...
+    log_path: str | None = None
+
+
+@dataclass(frozen=True)
+class ReportInput:
+    snapshot: dict[str, Any]
+    findings: Sequence[Finding] = ()
+    profile: str | None = None
+    log_text: str = ""
+    outcome: RunOutcome = RunOutcome()
+    doctor_error: str = ""  # the doctor itself failed: say so instead of hiding it
+
+
+def build_report(data: ReportInput, *, hosts: bool = False, home: str | None = None) -> str:
+    """The issue body (markdown), redacted."""
+    log = data.log_text
+    matches = scan_log(log) if log else []
+    sections = [
+        "# shop-r1 bug report",
+        _summary(data, matches),
+        _next_steps(data, matches),
+        _log_matches(matches),
+        _findings(data),
+        _environment(Facts(data.snapshot)),
+        _command(data.outcome),
+        _crash(log),
+        _tail(log, data.outcome),
+        _snapshot(data.snapshot),
+    ]
+    body = "\n\n".join(s for s in sections if s) + "\n"
+    return redact_text(body, home=home, hosts=hosts)
+
+
+def _summary(data: ReportInput, matches: list[LogMatch]) -> str:
+    out = data.outcome
+    what = f"`{_one_line(out.command)}`" if out.command else "The command"
+    took = f" (it ran for {_duration(out.seconds)})" if out.seconds is not None else ""
+    parts = [f"{what} {out.verdict or 'failed'}{took}."]
+    if not data.log_text.strip():
+        parts.append("Its log is empty." if out.log_path else "No log was attached.")
+    elif matches:
+        named = "; ".join(f"**{m.signature.code}** ({m.signature.title})" for m in matches)
+        parts.append(f"The log matches {_n(len(matches), 'known failure mode')}: {named}.")
+    else:
+        parts.append("No known failure signature was found in the log.")
+    errors = [f for f in data.findings if f.severity == "error"]
+    warnings = [f for f in data.findings if f.severity == "warning"]
+    if data.doctor_error:
+        parts.append(f"The doctor could not diagnose this machine ({data.doctor_error}).")
+    else:
+        profile = f" (closest hardware profile: {data.profile})" if data.profile else ""
+        parts.append(
+            f"The doctor found {_n(len(errors), 'error')} and {_n(len(warnings), 'warning')} "
+            f"on this machine{profile}."
+        )
+    cause = matches[0].signature.title if matches else (errors[0].title if errors else "")
+    if cause:
+        parts.append(f"Most likely cause: {cause}.")
+    return "## Summary\n\n" + " ".join(parts)
+
+
+def _next_steps(data: ReportInput, matches: list[LogMatch]) -> str:
+    steps: dict[str, str] = {}
+    for m in matches:
+        steps.setdefault(m.signature.code, m.signature.try_)
+    for f in data.findings:
+        if f.severity != "info" and f.fix:
+            steps.setdefault(f.code, f.fix)
+    if not steps:
+        lines = [
+            "1. Run `shop-r1 doctor -v` and attach its output.",
+            "2. Re-run with `shop-r1 run -- <command>` so the full log is captured.",
+        ]
+    else:
+        lines = [f"{i}. `{code}`: {fix}" for i, (code, fix) in enumerate(steps.items(), 1)]
+    return "## What to try next\n\n" + "\n".join(lines[:10])
+
+
+def _log_matches(matches: list[LogMatch]) -> str:
+    if not matches:
+        return ""
+    rows = ["| code | log line | meaning | source |", "|---|---|---|---|"]
+    for m in matches:
+        sig = m.signature
+        also = f" (or {', '.join(sig.also)})" if sig.also else ""
+        line = _cell(f"{m.line_no}: {m.line}")
+        rows.append(f"| `{sig.code}`{also} | `{line}` | {_cell(sig.title)} | {sig.source} |")
+    return "## Known failure modes recognised in the log\n\n" + "\n".join(rows)
+
+
+def _findings(data: ReportInput) -> str:
+    if data.doctor_error:
+        return f"## Doctor findings\n\nThe doctor failed: {data.doctor_error}"
+    if not data.findings:
+        return "## Doctor findings\n\nNo problems found in the environment."
+    lines = []
+    for f in data.findings:
+        lines.append(f"- [{_ICON.get(f.severity, '?')}] **{f.code}** ({f.severity}): {f.title}")
+        if f.fix:
+            lines.append(f"  - fix: {f.fix}")
+    return "## Doctor findings\n\n" + "\n".join(lines)
+
+
+def _environment(facts: Facts) -> str:
+    host, py = facts.host, facts.host.get("python")
+    rows = [
+        ("OS", _join(host.get("os"), host.get("os_release"), host.get("kernel"), host.get("arch"))),
+        ("WSL / container", _join(_wsl(facts.wsl), facts.container) or "no"),
+        ("Python", _join(py.get("version"), py.get("executable")) if isinstance(py, dict) else ""),
+        ("GPUs", _gpus(facts)),
+        ("Driver", _driver(facts)),
+        ("CUDA toolkit", str(facts.section("cuda_toolkit").get("nvcc_version") or "")),
+    ]
+    torch = facts.torch
+    if torch:
+        cuda = f"CUDA {torch.get('cuda')}" if torch.get("cuda") else "CPU build"
+        rows.append(("torch runtime", f"{cuda}, cuda_available={torch.get('cuda_available')}"))
+    for name in PACKAGES:
+        if facts.installed(name) is None:
+            continue
+        version = facts.package(name)
+        rows.append((name, str(version.get("version")) if version else "not installed"))
+    table = ["| | |", "|---|---|"] + [f"| {k} | {_cell(v or 'unknown')} |" for k, v in rows]
+    return "## Environment\n\n" + "\n".join(table)
+
+
+def _command(outcome: RunOutcome) -> str:
+    if not outcome.command:
+        return ""
+    lines = [f"```console\n$ {outcome.command}\n```"]
+    if outcome.exit_code is not None or outcome.signal:
+        end = f"killed by {outcome.signal}" if outcome.signal else f"exit code {outcome.exit_code}"
+        took = f", after {_duration(outcome.seconds)}" if outcome.seconds is not None else ""
+        lines.append(f"Ended: {end}{took}.")
+    if outcome.log_path:
+        lines.append(f"Full log: `{outcome.log_path}`")
+    return "## Failing command\n\n" + "\n\n".join(lines)
+
+
+def _crash(log: str) -> str:
+    parts = []
+    traceback = extract_traceback(log) if log else None
+    if traceback:
+        parts.append("Last Python traceback:\n\n" + _fence(traceback, "pytb"))
+    fatal = extract_fatal(log) if log else None
+    if fatal:
+        parts.append("Fatal error (faulthandler):\n\n" + _fence(fatal))
+    signals = signal_lines(log) if log else []
+    if signals:
+        parts.append("Native crash / signal lines:\n\n" + _fence("\n".join(signals)))
+    return "## Traceback\n\n" + "\n\n".join(parts) if parts else ""
+
+
+def _tail(log: str, outcome: RunOutcome) -> str:
+    if not log.strip():
+        return "## Log\n\nThe log is empty: the command printed nothing." if outcome.command else ""
+    lines = [_screen_line(line)[:MAX_LINE] for line in log.splitlines()]
+    lines = [line for line in lines if line.strip()][-TAIL_LINES:]
+    return f"## Last {len(lines)} lines of the log\n\n" + _fence("\n".join(lines))
+
+
+def _snapshot(snapshot: dict[str, Any]) -> str:
+    text = json.dumps(snapshot, indent=2, ensure_ascii=False)
+    return (
+        "<details><summary>Full environment snapshot (JSON)</summary>\n\n"
+        + _fence(text, "json")
+        + "\n\n</details>"
+    )
+
+
+def _screen_line(line: str) -> str:
+    """What a terminal shows for a line rewritten with carriage returns (progress bars)."""
+    parts = [p for p in line.split("\r") if p.strip()]
+    return parts[-1].rstrip() if parts else ""
+
+
+def _fence(text: str, lang: str = "") -> str:
+    # A fence longer than any backtick run inside, so a log cannot close it early.
+    longest = max((len(m) for m in re.findall(r"`+", text)), default=0)
+    fence = "`" * max(3, longest + 1)
+    return f"{fence}{lang}\n{text}\n{fence}"
+
+
+def _cell(text: str) -> str:
+    return _one_line(text).replace("|", "\\|").replace("`", "'")[:MAX_LINE]
+
+
+def _one_line(text: str) -> str:
+    return " ".join(text.split())
+
+
+def _join(*parts: Any) -> str:
+    return " ".join(str(p) for p in parts if p not in (None, ""))
+
+
+def _wsl(wsl: int | None) -> str:
+    return f"WSL{wsl}" if wsl else ""
+
+
+def _gpus(facts: Facts) -> str:
+    if not facts.known("gpus"):
+        return "unknown"
+    gpus = facts.gpus
+    if not gpus:
+        return "none visible"
+    out = []
+    for g in gpus:
+        mem = g.get("memory_total_bytes")
+        size = f", {mem / 2**30:.0f} GiB" if isinstance(mem, int) else ""
+        out.append(
+            f"{g.get('index', '?')}: {g.get('name', '?')} (cc {g.get('compute_capability', '?')}{size})"
+        )
+    return "; ".join(out)
+
+
+def _driver(facts: Facts) -> str:
+    if not facts.known("driver"):
+        return "unknown"
+    d = facts.driver
+    if not d:
+        return "none"
+    cuda = f" (CUDA {d['cuda_version']})" if d.get("cuda_version") else ""
+    return f"{d.get('version', '?')}{cuda}"
+
+
+def _duration(seconds: float) -> str:
+    return f"{seconds:.1f} s" if seconds < 120 else f"{seconds / 60:.1f} min"
+
+
+def _n(count: int, noun: str) -> str:
+    return f"{count} {noun}{'' if count == 1 else 's'}"

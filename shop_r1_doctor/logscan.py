@@ -1,0 +1,244 @@
+"""Read a failed run's log: known failure signatures, the last traceback, fatal signals.
+
+The signatures are data (`knowledge/log_signatures.yaml`), loaded and validated here
+once: each pattern must compile and match its own example line, so a broken regex
+fails at load time with the file and entry named, never silently at scan time.
+"""
+
+from __future__ import annotations
+
+import functools
+import re
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from shop_r1_doctor.errors import ToolError
+
+SIGNATURES_PATH = Path(__file__).with_name("knowledge") / "log_signatures.yaml"
+SIGNATURES_SCHEMA = "shop-r1.log-signatures/1"
+_CODE = re.compile(r"[A-Z][A-Z0-9_]+")
+_REQUIRED = ("id", "code", "pattern", "title", "try", "source", "example")
+_OPTIONAL = ("also", "silent")
+
+
+@dataclass(frozen=True)
+class Signature:
+    id: str
+    code: str
+    pattern: re.Pattern[str]
+    title: str
+    try_: str
+    source: str
+    example: str
+    also: tuple[str, ...] = ()
+    silent: bool = False  # the failure lets the process exit 0 (training "succeeds")
+
+    @property
+    def codes(self) -> tuple[str, ...]:
+        """Every failure mode this text can point to, the most likely first."""
+        return (self.code, *self.also)
+
+
+@dataclass(frozen=True)
+class LogMatch:
+    signature: Signature
+    line_no: int  # 1-based line of the first match in the scanned text
+    line: str  # that line, stripped and cut to 300 characters
+
+
+def parse_signatures(
+    data: Any, file: str, lines: dict[int, int] | None = None
+) -> tuple[Signature, ...]:
+    """Validate the YAML document; `lines` maps entry index -> line (for messages)."""
+    if not isinstance(data, dict) or data.get("schema") != SIGNATURES_SCHEMA:
+        raise ToolError(f"{file}: field 'schema' must be {SIGNATURES_SCHEMA!r}")
+    entries = data.get("signatures")
+    if not isinstance(entries, list) or not entries:
+        raise ToolError(f"{file}: field 'signatures' must be a non-empty list")
+    out: list[Signature] = []
+    seen: set[str] = set()
+    for index, entry in enumerate(entries):
+        line = f":{lines[index]}" if lines and index in lines else ""
+        name = entry.get("id") if isinstance(entry, dict) else None
+        where = f"{file}{line}: signature #{index + 1}" + (f" ({name})" if name else "")
+        out.append(_parse_entry(entry, where))
+        if out[-1].id in seen:
+            raise ToolError(f"{where}: id: duplicate id; give each signature its own id")
+        seen.add(out[-1].id)
+    return tuple(out)
+
+
+def _parse_entry(entry: Any, where: str) -> Signature:
+    if not isinstance(entry, dict):
+        raise ToolError(f"{where}: expected a mapping with {', '.join(_REQUIRED)}")
+    unknown = sorted(set(entry) - set(_REQUIRED) - set(_OPTIONAL))
+    if unknown:
+        raise ToolError(
+            f"{where}: unknown field {unknown[0]!r}; allowed: {', '.join(_REQUIRED + _OPTIONAL)}"
+        )
+    for key in _REQUIRED:
+        if not isinstance(entry.get(key), str) or not entry[key].strip():
+            raise ToolError(f"{where}: {key}: missing or not a non-empty string")
+    also = entry.get("also", [])
+    if not isinstance(also, list) or not all(isinstance(c, str) for c in also):
+        raise ToolError(f"{where}: also: expected a list of finding codes")
+    for code in (entry["code"], *also):
+        if not _CODE.fullmatch(code):
+            raise ToolError(f"{where}: code {code!r} is not an UPPER_SNAKE finding code")
+    if not isinstance(entry.get("silent", False), bool):
+        raise ToolError(f"{where}: silent: expected true or false")
+    if not entry["source"].startswith("https://"):
+        raise ToolError(f"{where}: source: expected an https:// URL")
+    try:
+        pattern = re.compile(entry["pattern"])
+    except re.error as exc:
+        raise ToolError(f"{where}: pattern: not a valid regex ({exc}); fix the pattern") from None
+    if not pattern.search(entry["example"]):
+        raise ToolError(f"{where}: pattern does not match its own example; fix one of them")
+    return Signature(
+        id=entry["id"],
+        code=entry["code"],
+        pattern=pattern,
+        title=entry["title"],
+        try_=entry["try"],
+        source=entry["source"],
+        example=entry["example"],
+        also=tuple(also),
+        silent=entry.get("silent", False),
+    )
+
+
+def load_signatures_file(path: str | Path) -> tuple[Signature, ...]:
+    p = Path(path)
+    try:
+        text = p.read_text(encoding="utf-8")
+        node = yaml.compose(text)
+        data = yaml.safe_load(text)
+    except OSError as exc:
+        raise ToolError(f"{p}: cannot read log signatures: {exc.strerror}") from None
+    except yaml.YAMLError as exc:
+        mark = getattr(exc, "problem_mark", None)
+        line = f":{mark.line + 1}" if mark is not None else ""
+        raise ToolError(f"{p}{line}: not valid YAML; fix the file") from None
+    return parse_signatures(data, str(p), _entry_lines(node))
+
+
+def _entry_lines(node: Any) -> dict[int, int]:
+    """Line number of each item of the top-level `signatures:` list."""
+    if not isinstance(node, yaml.MappingNode):
+        return {}
+    for key, value in node.value:
+        if getattr(key, "value", None) == "signatures" and isinstance(value, yaml.SequenceNode):
+            return {i: item.start_mark.line + 1 for i, item in enumerate(value.value)}
+    return {}
+
+
+@functools.lru_cache(maxsize=1)
+def load_signatures() -> tuple[Signature, ...]:
+    """The shipped signatures, validated once per process."""
+    return load_signatures_file(SIGNATURES_PATH)
+
+
+def scan_log(text: str, signatures: tuple[Signature, ...] | None = None) -> list[LogMatch]:
+    """Known failure modes in `text`, in the order they first appear; one per code."""
+    text = strip_prefixes(text)
+    found: dict[str, LogMatch] = {}
+    for sig in signatures if signatures is not None else load_signatures():
+        m = sig.pattern.search(text)
+        if m is None:
+            continue
+        line_no = text.count("\n", 0, m.start()) + 1
+        start = text.rfind("\n", 0, m.start()) + 1
+        end = text.find("\n", m.start())
+        line = text[start : end if end != -1 else len(text)].strip()[:300]
+        match = LogMatch(sig, line_no, line)
+        # Signatures are ordered specific-first in the file; the first one per code wins.
+        if sig.code not in found:
+            found[sig.code] = match
+    return sorted(found.values(), key=lambda m: m.line_no)
+
+
+# Line prefixes added by launchers and by `shop-r1 run`, removed before reading blocks:
+# `[12:03:04.123] `, `(pid=5477) `, `(RayWorker pid=12, ip=10.0.0.1) `, `[rank0]: `.
+_PREFIX = re.compile(
+    r"^(?:\[\d{2}:\d{2}:\d{2}(?:\.\d+)?\] |\((?:[\w:.-]+ )?pid=\d+(?:, ip=[\d.]+)?\) ?"
+    r"|\[(?:rank|default)\d+\]: ?)+",
+    re.M,
+)
+
+
+def strip_prefixes(text: str) -> str:
+    return _PREFIX.sub("", text)
+
+
+_TB_START = re.compile(r"^Traceback \(most recent call last\):\s*$", re.M)
+_FATAL_START = re.compile(r"^Fatal Python error: .*$", re.M)
+_SIGNAL_LINE = re.compile(
+    r"\*\*\* (?:SIG[A-Z]+|Signal \d+) received|\bSegmentation fault\b|\bAborted \(core dumped\)"
+    r"|\bBus error\b|double free detected|terminate called after throwing|\bcore dumped\b"
+    r"|\bexited with (?:signal|code -\d+)|received signal SIG[A-Z]+|\bSIG(?:SEGV|ABRT|BUS|ILL|FPE|KILL)\b"
+)
+
+
+def extract_traceback(text: str, max_lines: int = 80) -> str | None:
+    """The last Python traceback block: its header, frames and the exception line(s)."""
+    text = strip_prefixes(text)
+    starts = list(_TB_START.finditer(text))
+    if not starts:
+        return None
+    lines = text[starts[-1].start() :].splitlines()
+    block = [lines[0]]
+    for i, line in enumerate(lines[1:], start=1):
+        if line.startswith((" ", "\t")) or not line.strip():
+            block.append(line)
+            continue
+        # The first unindented line ends the frames: it is the exception; keep lines that
+        # continue its message until a blank line or something that reads like a log line.
+        block.append(line)
+        for extra in lines[i + 1 : i + 6]:
+            if not extra.strip() or _looks_like_log_line(extra):
+                break
+            block.append(extra)
+        break
+    if len(block) > max_lines:
+        cut = len(block) - (max_lines - 1)
+        block = [*block[:10], f"    ... {cut} lines cut ...", *block[10 + cut :]]
+    return "\n".join(block).rstrip() or None
+
+
+def _looks_like_log_line(line: str) -> bool:
+    return bool(
+        re.match(r"^(?:\d{4}-\d\d-\d\d|\[|INFO|WARNING|ERROR|DEBUG|\w+:\s*\d+%|wandb:)", line)
+    )
+
+
+def extract_fatal(text: str, max_lines: int = 40) -> str | None:
+    """`Fatal Python error: ...` and its C-level stack (faulthandler), the last one."""
+    text = strip_prefixes(text)
+    starts = list(_FATAL_START.finditer(text))
+    if not starts:
+        return None
+    lines = text[starts[-1].start() :].splitlines()
+    block = [lines[0]]
+    for line in lines[1 : max_lines + 1]:
+        # faulthandler: blank line, "Thread 0x... (most recent call first):", "  File ..." lines.
+        if line.strip() and not (
+            line.startswith((" ", "\t"))
+            or re.match(r"^(?:Current thread|Thread|Stack) .*\(most recent call first\):", line)
+            or line.startswith(("Extension modules:", "Current thread", "Stack"))
+        ):
+            break
+        block.append(line)
+    return "\n".join(block).rstrip()
+
+
+def signal_lines(text: str, limit: int = 8) -> list[str]:
+    """Lines that say a native crash or a fatal signal happened (last `limit`, deduplicated)."""
+    seen: dict[str, None] = {}
+    for line in strip_prefixes(text).splitlines():
+        if _SIGNAL_LINE.search(line):
+            seen.setdefault(line.strip()[:300], None)
+    return list(seen)[-limit:]
