@@ -1,0 +1,180 @@
+"""Decide how a run uses the machine: GPU split, generation backend, launcher, env.
+
+Pure: a `LaunchRequest` (task, profile, GPU count, what is installed) becomes a
+`LaunchPlan` whose `decisions` say, in words, why each choice was made; the script
+renderer only spells the plan out in bash.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any, Literal
+
+from shop_r1_doctor.errors import ToolError
+from shop_r1_doctor.profiles.model import Profile
+
+Task = Literal["sft", "grpo", "eval", "vllm-server"]
+TASKS: tuple[str, ...] = ("sft", "grpo", "eval", "vllm-server")
+Generation = Literal["vllm-colocate", "vllm-server", "transformers", "none"]
+DEFAULT_MODEL = "Qwen/Qwen2.5-0.5B-Instruct"
+
+
+@dataclass(frozen=True)
+class LaunchRequest:
+    task: Task
+    profile: Profile
+    python: str  # sys.executable of the generating process: never a bare `python`
+    gpus: int
+    nodes: int = 1
+    model: str = DEFAULT_MODEL
+    data: str | None = None
+    output_dir: str | None = None
+    config: dict[str, Any] = field(default_factory=dict)  # the user's --config, already read
+    ray: bool = False
+    vllm_available: bool = True
+    consumer_gpus: bool = False  # GeForce cards: P2P over PCIe hangs NCCL
+    command_line: str = ""
+    vllm_port: int = 8000
+    group_port: int = 51216
+    main_port: int = 29500
+
+
+@dataclass(frozen=True)
+class LaunchPlan:
+    request: LaunchRequest
+    generation: Generation
+    server_gpus: tuple[int, ...]
+    train_gpus: tuple[int, ...]
+    processes_per_node: int
+    use_accelerate: bool
+    decisions: tuple[str, ...]
+    env: dict[str, str]
+    run_config: dict[str, Any]  # written next to the script, passed as --config
+    doctor_plan: dict[str, Any]  # written next to the script, read by `doctor --plan`
+
+    @property
+    def total_processes(self) -> int:
+        return self.processes_per_node * self.request.nodes
+
+    @property
+    def output_dir(self) -> str:
+        return default_output_dir(self.request)
+
+
+def default_output_dir(req: LaunchRequest) -> str:
+    return req.output_dir or f"runs/{req.task}"
+
+
+def plan_launch(req: LaunchRequest) -> LaunchPlan:
+    p = req.profile
+    if req.gpus < 0 or req.nodes < 1:
+        raise ToolError(f"--gpus {req.gpus} --nodes {req.nodes}: need gpus >= 0 and nodes >= 1")
+    if req.gpus == 0 and p.cuda is not None:
+        raise ToolError(f"--gpus 0 with GPU profile {p.name}: use --profile cpu or --gpus >= 1")
+    if req.gpus > 0 and p.cuda is None:
+        raise ToolError(
+            f"--gpus {req.gpus} with profile cpu: pick a GPU profile (shop-r1 profiles list)"
+        )
+    vllm = req.vllm_available and p.vllm is not None
+    gpus = tuple(range(req.gpus))
+    decisions: list[str] = [f"profile {p.name}: {p.summary}"]
+    generation: Generation = "none"
+    server: tuple[int, ...] = ()
+    train = gpus
+
+    if req.task == "grpo":
+        if not vllm:
+            generation = "transformers"
+            why = "vLLM is not installed" if p.vllm is not None else f"profile {p.name} has no vLLM"
+            decisions.append(f"GRPO generation by transformers: {why} (8-15x slower rollouts)")
+        elif req.gpus <= 1 or req.nodes > 1:
+            generation = "vllm-colocate"
+            why = (
+                "one GPU: vLLM shares it with the trainer (a server on the same GPU fails NCCL "
+                "with 'Duplicate GPU detected')"
+                if req.nodes == 1
+                else "several nodes: each process colocates vLLM (no cross-node weight sync "
+                "through a loopback server)"
+            )
+            decisions.append(f"GRPO generation by vLLM colocated: {why}")
+        else:
+            generation = "vllm-server"
+            server, train = gpus[:1], gpus[1:]
+            decisions.append(
+                f"GRPO on {req.gpus} GPUs: `trl vllm-serve` on GPU {server[0]}, trainer on GPU(s) "
+                f"{','.join(map(str, train))} (disjoint CUDA_VISIBLE_DEVICES), client at 127.0.0.1"
+            )
+    elif req.task == "vllm-server":
+        if not vllm:
+            raise ToolError(
+                f"launch vllm-server: vLLM is not available (profile {p.name}: {p.vllm or 'none'}); "
+                f"install it: {req.python} -m pip install vllm=={p.vllm or '<version>'}"
+            )
+        generation = "vllm-server"
+        server, train = gpus, ()
+        decisions.append(f"vLLM server on GPU(s) {','.join(map(str, gpus))} (data parallel)")
+
+    per_node = max(len(train), 1) if req.task in ("sft", "grpo") else 1
+    use_accelerate = req.task in ("sft", "grpo") and (per_node > 1 or req.nodes > 1)
+    if use_accelerate:
+        decisions.append(
+            f"accelerate launch with FSDP: {per_node} process(es) x {req.nodes} node(s)"
+        )
+
+    env = dict(p.env)
+    if req.consumer_gpus and (len(train) > 1 or req.nodes > 1):
+        env.update(p.env_consumer_multi_gpu)
+        if p.env_consumer_multi_gpu:
+            decisions.append("GeForce GPUs: NCCL P2P/IB off (all_reduce hangs on consumer P2P)")
+
+    run_config: dict[str, Any] = dict(req.config)
+    if req.task in ("sft", "grpo"):
+        run_config["num_processes"] = per_node * req.nodes
+    if req.task == "grpo":
+        run_config["use_vllm"] = "off" if generation == "transformers" else "on"
+        if generation == "vllm-colocate":
+            run_config["vllm_mode"] = "colocate"
+        elif generation == "vllm-server":
+            run_config.update(
+                vllm_mode="server",
+                vllm_server_host="127.0.0.1",
+                vllm_server_port=req.vllm_port,
+                vllm_group_port=req.group_port,
+            )
+
+    doctor_plan: dict[str, Any] = {
+        "model": req.model,
+        "output_dir": default_output_dir(req),
+        "num_processes": per_node * req.nodes,
+        "attn_implementation": p.attention,
+        "use_ray": req.ray,
+    }
+    if req.task in ("sft", "grpo"):
+        doctor_plan["task"] = req.task
+    if p.dtype in ("bf16", "fp16"):
+        doctor_plan[p.dtype] = True
+    if req.data:
+        doctor_plan["dataset"] = req.data
+    if req.task in ("grpo", "vllm-server"):
+        doctor_plan["use_vllm"] = generation != "transformers"
+    if generation == "vllm-server":
+        doctor_plan.update(
+            vllm_mode="server",
+            vllm_server_host="127.0.0.1",
+            vllm_server_port=req.vllm_port,
+            vllm_group_port=req.group_port,
+        )
+    elif generation == "vllm-colocate":
+        doctor_plan["vllm_mode"] = "colocate"
+    return LaunchPlan(
+        request=req,
+        generation=generation,
+        server_gpus=server,
+        train_gpus=train,
+        processes_per_node=per_node,
+        use_accelerate=use_accelerate,
+        decisions=tuple(decisions),
+        env=env,
+        run_config=run_config,
+        doctor_plan=doctor_plan,
+    )

@@ -1,0 +1,207 @@
+"""`profiles check`: the shipped profiles agree with the compat knowledge; each kind of
+contradiction is caught, named by file:line and field."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+import yaml
+from typer.testing import CliRunner
+
+from shop_r1_doctor.cli.main import app
+from shop_r1_doctor.knowledge import load_compat
+from shop_r1_doctor.profiles.check import (
+    arch_covers,
+    check_profile,
+    check_profiles,
+    parse_arch_list,
+)
+from shop_r1_doctor.profiles.model import load_profile_file, load_profiles, profiles_dir
+
+
+def test_profiles_shipped_profiles_have_no_contradictions():
+    assert check_profiles(load_profiles(), load_compat()) == []
+
+
+@pytest.mark.parametrize(
+    ("archs", "cc", "ptx", "ok"),
+    [
+        (((8, 6),), (8, 9), False, True),  # sm_86 code runs on Ada
+        (((10, 0),), (10, 3), False, True),  # B300 runs sm_100 code
+        (((9, 0),), (10, 0), False, False),  # other major: no
+        (((9, 0),), (10, 0), True, True),  # PTX JIT to newer
+        (((8, 0), (9, 0)), (7, 5), True, False),  # PTX never runs on older
+    ],
+)
+def test_profiles_arch_covers(archs, cc, ptx, ok):
+    assert arch_covers(archs, cc, ptx) is ok
+
+
+def test_profiles_parse_arch_list():
+    assert parse_arch_list("10.0;12.0+PTX") == (((10, 0), (12, 0)), True)
+    assert parse_arch_list("8.0 8.6") == (((8, 0), (8, 6)), False)
+
+
+def _variant(tmp_path: Path, name: str, mutate) -> Path:
+    data = yaml.safe_load((profiles_dir() / f"{name}.yaml").read_text())
+    mutate(data)
+    path = tmp_path / f"{name}.yaml"
+    path.write_text(yaml.safe_dump(data, sort_keys=False))
+    return path
+
+
+def _megatron_015(d):
+    d["extras"]["megatron"]["packages"]["megatron-core"] = "0.15.3"
+
+
+def _megatron_015_pinned(d):
+    _megatron_015(d)
+    d["extras"]["megatron"]["pins"] = {"numpy": "<2", "opencv-python-headless": "==4.11.0.86"}
+
+
+CASES = [
+    ("hopper", lambda d: d.update(vllm="0.19.1"), "vllm", "pins torch==2.10.0"),
+    (
+        "blackwell",
+        lambda d: d["torch"].update(variant="cu126", index_url="x"),
+        "torch.variant",
+        "no kernels for matched sm_100",
+    ),
+    (
+        "hopper",
+        lambda d: d.update(base_image="nvidia/cuda:12.8.1-cudnn-devel-ubuntu24.04"),
+        "base_image",
+        "has CUDA 12.8",
+    ),
+    (
+        "hopper",
+        lambda d: d["cuda"].update(min_driver="570.26"),
+        "cuda.min_driver",
+        "below the 580.65.6",
+    ),
+    (
+        "hopper",
+        lambda d: d["flash_attn"].update(mode="wheel"),
+        "flash_attn.mode",
+        "no prebuilt flash-attn 2.8.3.post2 wheel",
+    ),
+    ("hopper", lambda d: d["flash_attn"].pop("max_jobs"), "flash_attn.max_jobs", "missing"),
+    (
+        "blackwell",
+        lambda d: d["flash_attn"].update(cuda_archs="90"),
+        "flash_attn.cuda_archs",
+        "no kernels for sm_100",
+    ),
+    (
+        "blackwell",
+        lambda d: d["flash_attn"].update(version="2.8.3"),
+        "flash_attn.version",
+        "no native sm_120",
+    ),
+    ("turing", lambda d: d["match"].update(bf16=True), "match.bf16", "sm_75 has no bf16"),
+    (
+        "turing",
+        lambda d: d.update(attention="flash_attention_2"),
+        "attention",
+        "flash_attn.mode is none",
+    ),
+    (
+        "hopper",
+        lambda d: d["env"].update(PYTORCH_CUDA_ALLOC_CONF="expandable_segments:True"),
+        "env.PYTORCH_CUDA_ALLOC_CONF",
+        "unset it",
+    ),
+    (
+        "blackwell",
+        lambda d: d["env"].update(TORCH_CUDA_ARCH_LIST="9.0"),
+        "env.TORCH_CUDA_ARCH_LIST",
+        "misses matched sm_100",
+    ),
+    (
+        "hopper",
+        lambda d: d["extras"]["megatron"].update(gradient_accumulation_fusion=True),
+        "extras.megatron.gradient_accumulation_fusion",
+        "Apex",
+    ),
+    ("hopper", _megatron_015, "extras.megatron.pins.numpy", "pin numpy: '<2'"),
+    ("hopper", _megatron_015, "extras.megatron.pins.opencv-python-headless", "==4.11.0.86"),
+    (
+        "cpu",
+        lambda d: d.update(base_image="nvidia/cuda:13.0.1-cudnn-devel-ubuntu24.04"),
+        "cuda",
+        "base image is a CUDA build",
+    ),
+]
+
+
+@pytest.mark.parametrize(("name", "mutate", "field", "text"), CASES)
+def test_profiles_check_catches_contradiction(tmp_path, name, mutate, field, text):
+    profile = load_profile_file(_variant(tmp_path, name, mutate))
+    problems = check_profile(profile, load_compat())
+    hits = [p for p in problems if p.field == field and text in p.message]
+    assert hits, [str(p) for p in problems]
+    assert str(hits[0]).startswith(f"{profile.path}:")
+
+
+def test_profiles_megatron_015_with_pins_passes_pin_rules(tmp_path):
+    profile = load_profile_file(_variant(tmp_path, "hopper", _megatron_015_pinned))
+    fields = {p.field for p in check_profile(profile, load_compat())}
+    assert (
+        not {"extras.megatron.pins.numpy", "extras.megatron.pins.opencv-python-headless"} & fields
+    )
+
+
+def test_profiles_cli_check_ok_and_failing(tmp_path):
+    runner = CliRunner()
+    ok = runner.invoke(app, ["profiles", "check"])
+    assert ok.exit_code == 0, ok.output
+    assert ok.output.strip().endswith(": ok")
+    for f in profiles_dir().glob("*.yaml"):
+        (tmp_path / f.name).write_text(f.read_text())
+    _variant(tmp_path, "hopper", lambda d: d.update(vllm="0.19.1"))
+    _variant(tmp_path, "turing", lambda d: d["match"].update(bf16=True))
+    bad = runner.invoke(app, ["profiles", "check", "--dir", str(tmp_path)])
+    assert bad.exit_code == 1
+    lines = bad.output.strip().splitlines()
+    assert any("hopper.yaml" in line and "vllm:" in line for line in lines)
+    assert any("turing.yaml" in line and "match.bf16:" in line for line in lines)
+    assert "in 2 profile(s)" in lines[-1]
+
+
+def test_profiles_cli_list_show_json():
+    runner = CliRunner()
+    listed = runner.invoke(app, ["profiles", "list"])
+    assert listed.exit_code == 0
+    assert listed.output.splitlines()[0].split()[:3] == ["profile", "GPUs", "(sm)"]
+    shown = runner.invoke(app, ["profiles", "show", "hopper", "--json"])
+    assert shown.exit_code == 0
+    import json
+
+    data = json.loads(shown.output)
+    assert data["torch"]["index_url"] == "https://download.pytorch.org/whl/cu130"
+    assert data["cuda"]["min_driver"] == "580.65.06"
+
+
+def test_profiles_cli_malformed_profile_exits_2_one_line(tmp_path):
+    for f in profiles_dir().glob("*.yaml"):
+        (tmp_path / f.name).write_text(f.read_text())
+    _variant(tmp_path, "ada", lambda d: d["torch"].pop("version"))
+    proc = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "shop_r1_doctor.cli.main",
+            "profiles",
+            "check",
+            "--dir",
+            str(tmp_path),
+        ],
+        capture_output=True,
+        text=True,
+    )
+    assert proc.returncode == 2
+    assert proc.stderr.count("\n") == 1
+    assert "ada.yaml:" in proc.stderr and "torch.version: missing" in proc.stderr
