@@ -1,9 +1,191 @@
-"""`shop-r1 train` (placeholder until its owner fills it in)."""
+"""`shop-r1 train sft|grpo`: config -> preflight (data, plan, doctor's checks) -> train.
+
+Only typer is imported at module level; the trainer loads inside the command.
+"""
 
 from __future__ import annotations
 
+from pathlib import Path
+from typing import Any
+
 import typer
+
+train_app = typer.Typer(
+    help="Train: SFT cold start, then GRPO on the Shop-R1 reward.", no_args_is_help=True
+)
+
+CONFIG_OPT = typer.Option(None, "--config", help="YAML file of config values (see --print-config).")
+SET_OPT = typer.Option(
+    [], "--set", help="Override any config field: --set learning_rate=1e-5 (repeatable)."
+)
+IGNORE_OPT = typer.Option(
+    [], "--ignore", help="Run despite this preflight error code (repeatable)."
+)
+SNAPSHOT_OPT = typer.Option(
+    None,
+    "--snapshot",
+    help="Plan from a saved `shop-r1 doctor --save` snapshot instead of probing.",
+)
+
+
+def _run(
+    command: str,
+    flags: dict[str, Any],
+    config: Path | None,
+    sets: list[str],
+    print_config: bool,
+    dry_run: bool,
+    resume: bool,
+    ignore: list[str],
+    snapshot: Path | None,
+) -> None:
+    from rich.console import Console
+
+    from shop_r1.config import CONFIG_CLASSES, load_config, parse_set, render_config
+
+    console = Console()
+    flags = {**flags, **parse_set(sets, CONFIG_CLASSES[command])}
+    cfg, source = load_config(command, yaml_path=config, flags=flags)
+    if print_config:
+        typer.echo(render_config(cfg, source), nl=False)
+        raise typer.Exit()
+    for name in ("model", "data"):
+        if not getattr(cfg, name):
+            from shop_r1_doctor.errors import ToolError
+
+            raise ToolError(f"--{name}: missing (or set `{name}:` in --config)")
+
+    from shop_r1.autoconfig import render_table
+    from shop_r1.preflight import prepare
+    from shop_r1_doctor.snapshot import load_snapshot
+
+    prepared = prepare(cfg, snapshot=load_snapshot(snapshot) if snapshot else None)
+    console.print(render_table(prepared.plan, title=f"shop-r1 train {command}: auto-configuration"))
+    for f in prepared.findings:
+        if f.severity != "info":
+            mark = "[red]✗[/red]" if f.severity == "error" else "[yellow]![/yellow]"
+            ignored = " (ignored)" if f.code in ignore else ""
+            console.print(
+                f"{mark} {f.code}{ignored}: {f.title}" + (f"\n    fix: {f.fix}" if f.fix else "")
+            )
+    errors = prepared.errors(ignore)
+    if errors:
+        console.print(
+            f"[red]preflight: {len(errors)} error(s); fix them or pass --ignore CODE[/red]"
+        )
+        raise typer.Exit(1)
+    console.print(
+        f"preflight ok: {len(prepared.rows)} training rows, {len(prepared.test_rows)} held out"
+    )
+    if dry_run:
+        raise typer.Exit()
+
+    from shop_r1 import train_grpo, train_sft
+    from shop_r1.callbacks import render_summary
+
+    model, tokenizer = train_sft.load_model_and_tokenizer(cfg.model, prepared.plan)
+    gpus = prepared.snapshot.get("gpus") or []
+    gpu_name = gpus[0].get("name") if gpus and prepared.plan.device == "cuda" else None
+    module = train_sft if command == "sft" else train_grpo
+    summary = module.train(
+        cfg,
+        prepared.plan,
+        prepared.rows,
+        model=model,
+        tokenizer=tokenizer,  # type: ignore[attr-defined]
+        shape=prepared.shape,
+        resume=resume,
+        gpu_name=gpu_name,
+    )
+    console.print(f"saved to {cfg.output_dir}\n" + render_summary(summary))
+
+
+def _common_flags(**kw: Any) -> dict[str, Any]:
+    return {k: v for k, v in kw.items() if v is not None}
+
+
+@train_app.command("sft")
+def sft(
+    model: str = typer.Option(None, "--model", help="Hub id or local directory."),
+    data: str = typer.Option(None, "--data", help="Sessions file (JSONL or parquet)."),
+    output_dir: str = typer.Option(None, "--output-dir", help="Checkpoints, logs, final model."),
+    config: Path = CONFIG_OPT,
+    learning_rate: float = typer.Option(None, "--learning-rate"),
+    epochs: float = typer.Option(None, "--epochs"),
+    max_steps: int = typer.Option(None, "--max-steps"),
+    global_batch_size: int = typer.Option(None, "--global-batch-size"),
+    max_length: int = typer.Option(None, "--max-length"),
+    attn: str = typer.Option(None, "--attn", help="auto, sdpa, eager, flash_attention_2/3."),
+    report_to: str = typer.Option(None, "--report-to", help="tensorboard, wandb, none."),
+    sets: list[str] = SET_OPT,
+    print_config: bool = typer.Option(
+        False, "--print-config", help="Print the resolved config and exit."
+    ),
+    dry_run: bool = typer.Option(False, "--dry-run", help="Plan and preflight only."),
+    resume: bool = typer.Option(
+        False, "--resume", help="Continue from the last checkpoint in --output-dir."
+    ),
+    ignore: list[str] = IGNORE_OPT,
+    snapshot: Path = SNAPSHOT_OPT,
+) -> None:
+    """Supervised fine-tuning on (prompt, rationale + action) rows."""
+    flags = _common_flags(
+        model=model,
+        data=data,
+        output_dir=output_dir,
+        learning_rate=learning_rate,
+        num_train_epochs=epochs,
+        max_steps=max_steps,
+        global_batch_size=global_batch_size,
+        max_length=max_length,
+        attn_implementation=attn,
+        report_to=report_to,
+    )
+    _run("sft", flags, config, sets, print_config, dry_run, resume, ignore, snapshot)
+
+
+@train_app.command("grpo")
+def grpo(
+    model: str = typer.Option(
+        None, "--model", help="Hub id or local directory (usually the SFT output)."
+    ),
+    data: str = typer.Option(None, "--data", help="Sessions file (JSONL or parquet)."),
+    output_dir: str = typer.Option(None, "--output-dir", help="Checkpoints, logs, final model."),
+    config: Path = CONFIG_OPT,
+    learning_rate: float = typer.Option(None, "--learning-rate"),
+    max_steps: int = typer.Option(None, "--max-steps"),
+    global_batch_size: int = typer.Option(None, "--global-batch-size"),
+    num_generations: int = typer.Option(None, "--num-generations"),
+    max_completion_length: int = typer.Option(None, "--max-completion-length"),
+    use_vllm: str = typer.Option(None, "--use-vllm", help="auto, on, off."),
+    report_to: str = typer.Option(None, "--report-to", help="tensorboard, wandb, none."),
+    sets: list[str] = SET_OPT,
+    print_config: bool = typer.Option(
+        False, "--print-config", help="Print the resolved config and exit."
+    ),
+    dry_run: bool = typer.Option(False, "--dry-run", help="Plan and preflight only."),
+    resume: bool = typer.Option(
+        False, "--resume", help="Continue from the last checkpoint in --output-dir."
+    ),
+    ignore: list[str] = IGNORE_OPT,
+    snapshot: Path = SNAPSHOT_OPT,
+) -> None:
+    """GRPO with the hierarchical Shop-R1 reward (+ rationale self-certainty)."""
+    flags = _common_flags(
+        model=model,
+        data=data,
+        output_dir=output_dir,
+        learning_rate=learning_rate,
+        max_steps=max_steps,
+        global_batch_size=global_batch_size,
+        num_generations=num_generations,
+        max_completion_length=max_completion_length,
+        use_vllm=use_vllm,
+        report_to=report_to,
+    )
+    _run("grpo", flags, config, sets, print_config, dry_run, resume, ignore, snapshot)
 
 
 def register(app: typer.Typer) -> None:
-    """Add this group's command(s) to the root app."""
+    """Add `shop-r1 train sft|grpo`."""
+    app.add_typer(train_app, name="train")

@@ -1,0 +1,63 @@
+"""The ONLY place for version-gated TRL / transformers workarounds.
+
+Each entry says which versions it applies to and when it can go. Everything else in
+shop_r1 uses TRL through its public extension points (configs, reward functions,
+callbacks, dataset columns).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+
+def _version(dist: str) -> Any:
+    from importlib.metadata import PackageNotFoundError, version
+
+    from packaging.version import Version
+
+    try:
+        return Version(version(dist))
+    except PackageNotFoundError:
+        return None
+
+
+def trl_has_fused_lm_head() -> bool:
+    """TRL >= 1.16 (seen in 1.16.0) scores SFT and GRPO tokens through a chunked, fused
+    LM head (`trl.trainer.utils.add_fused_lm_head`): the full logits never exist, so
+    the memory model drops the ~13 B x tokens x vocab term. Feature-detected, because
+    the release that introduced it is not recorded here; keep until TRL < 1.16 is
+    dropped from `pyproject.toml`."""
+    try:
+        from trl.trainer import utils
+    except ImportError:
+        return False
+    return hasattr(utils, "add_fused_lm_head")
+
+
+def warmup_kwargs(ratio: float) -> dict[str, Any]:
+    """transformers 5 removed `warmup_ratio`; a float `warmup_steps` < 1 is a ratio there.
+    Remove the < 5 branch when transformers < 5 is dropped."""
+    tf = _version("transformers")
+    if tf is not None and tf.major >= 5:
+        return {"warmup_steps": ratio}
+    return {"warmup_ratio": ratio}
+
+
+def dtype_kwarg(dtype: Any) -> dict[str, Any]:
+    """`from_pretrained(dtype=...)` since transformers 4.56; `torch_dtype=` before.
+    Remove when transformers < 4.56 is dropped."""
+    tf = _version("transformers")
+    if tf is not None and tf.release < (4, 56):
+        return {"torch_dtype": dtype}
+    return {"dtype": dtype}
+
+
+def checkpointing_kwargs(enabled: bool) -> dict[str, Any]:
+    """transformers 5.2x renamed `gradient_checkpointing` to `activation_checkpointing`
+    (the old name warns, and TRL's own default of True for the old name is ignored once
+    the new one is set). Remove the fallback when transformers < that release is dropped."""
+    from transformers import TrainingArguments
+
+    if "activation_checkpointing" in TrainingArguments.__dataclass_fields__:
+        return {"activation_checkpointing": enabled, "gradient_checkpointing": None}
+    return {"gradient_checkpointing": enabled}

@@ -1,0 +1,146 @@
+"""TrainerCallbacks: bind the live policy to the self-certainty reward, and measure the run.
+
+Both are plain `transformers.TrainerCallback`s handed to TRL's trainers (an extension
+point), so nothing in TRL is patched.
+"""
+
+from __future__ import annotations
+
+import json
+import time
+from pathlib import Path
+from typing import Any
+
+from transformers import TrainerCallback
+
+from shop_r1_doctor.memory import GIB, ModelShape, flops_per_token
+
+# Dense bf16 (fp16 on Turing) tensor-core peak per GPU, TFLOP/s, from vendor datasheets;
+# the MFU convention is in /work/shared/research/performance.md.
+PEAK_TFLOPS = {
+    "H200": 989.0,
+    "H100": 989.0,
+    "A100": 312.0,
+    "L40S": 362.0,
+    "RTX 4090": 165.2,
+    "L4": 121.0,
+    "A10G": 70.0,
+    "A10": 125.0,
+    "T4": 65.0,
+}
+
+
+def peak_flops(gpu_name: str | None) -> float | None:
+    for key, tflops in PEAK_TFLOPS.items():
+        if gpu_name and key in gpu_name:
+            return tflops * 1e12
+    return None
+
+
+class BindPolicyCallback(TrainerCallback):
+    """Gives reward functions that need the policy (self-certainty) the model being
+    trained, at the start of training, so scores always come from the current weights."""
+
+    def __init__(self, rewards: list[Any], tokenizer: Any) -> None:
+        self.rewards = rewards
+        self.tokenizer = tokenizer
+
+    def on_train_begin(
+        self, args: Any, state: Any, control: Any, model: Any = None, **kw: Any
+    ) -> None:
+        for reward in self.rewards:
+            reward.bind(model, self.tokenizer)
+
+
+class SummaryCallback(TrainerCallback):
+    """Tokens/s, MFU and peak memory of the run; written to `summary.json`.
+
+    Timing starts after `warmup_steps` optimizer steps so compilation and allocator
+    warm-up do not count."""
+
+    def __init__(
+        self,
+        shape: ModelShape,
+        seq_len: int,
+        *,
+        gpu_name: str | None = None,
+        n_gpus: int = 1,
+        warmup_steps: int = 1,
+    ) -> None:
+        self.shape, self.seq_len = shape, seq_len
+        self.gpu_name, self.n_gpus = gpu_name, n_gpus
+        self.warmup_steps = warmup_steps
+        self.start: float | None = None
+        self.start_tokens = 0.0
+        self.tokens = 0.0
+        self.first: dict[str, float] = {}  # first and last logged loss / reward
+        self.last: dict[str, float] = {}
+        self.summary: dict[str, Any] = {}
+
+    def on_step_end(self, args: Any, state: Any, control: Any, **kw: Any) -> None:
+        if state.global_step == self.warmup_steps:
+            _sync()
+            self.start, self.start_tokens = time.perf_counter(), self.tokens
+
+    def on_log(self, args: Any, state: Any, control: Any, logs: Any = None, **kw: Any) -> None:
+        logs = logs or {}
+        if "num_tokens" in logs:
+            self.tokens = float(logs["num_tokens"])
+        for key in ("loss", "reward"):
+            if key in logs:
+                self.first.setdefault(key, float(logs[key]))
+                self.last[key] = float(logs[key])
+
+    def on_train_end(self, args: Any, state: Any, control: Any, **kw: Any) -> None:
+        _sync()
+        seconds = time.perf_counter() - self.start if self.start else None
+        timed_tokens = self.tokens - self.start_tokens
+        tps = timed_tokens / seconds if seconds and timed_tokens > 0 else None
+        peak = peak_flops(self.gpu_name)
+        mfu = None
+        if tps and peak:
+            mfu = flops_per_token(self.shape, self.seq_len) * tps / (self.n_gpus * peak)
+        self.summary = {
+            "steps": state.global_step,
+            "tokens": int(self.tokens),
+            "timed_seconds": round(seconds, 3) if seconds else None,
+            "tokens_per_s": round(tps, 1) if tps else None,
+            "mfu": round(mfu, 4) if mfu else None,
+            "peak_memory_gib": _peak_memory_gib(),
+            **{f"first_{k}": v for k, v in self.first.items()},
+            **{f"last_{k}": v for k, v in self.last.items()},
+        }
+        if state.is_world_process_zero:
+            out = Path(args.output_dir) / "summary.json"
+            out.parent.mkdir(parents=True, exist_ok=True)
+            out.write_text(json.dumps(self.summary, indent=2) + "\n", encoding="utf-8")
+
+
+def _sync() -> None:
+    import torch
+
+    if torch.cuda.is_available():
+        torch.cuda.synchronize()
+
+
+def _peak_memory_gib() -> float | None:
+    import torch
+
+    if not torch.cuda.is_available():
+        return None
+    return round(torch.cuda.max_memory_allocated() / GIB, 2)
+
+
+def render_summary(summary: dict[str, Any]) -> str:
+    """One line per figure, for the end of a run."""
+
+    def fmt(key: str, value: Any) -> str:
+        if value is None:
+            return "n/a"
+        if key == "mfu":
+            return f"{value:.1%}"
+        if isinstance(value, float):
+            return f"{value:,.4g}" if abs(value) < 1000 else f"{value:,.0f}"
+        return str(value)
+
+    return "\n".join(f"  {k:<16} {fmt(k, v)}" for k, v in summary.items())

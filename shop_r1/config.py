@@ -1,0 +1,344 @@
+# ruff: noqa: RUF009 -- `_f` is `dataclasses.field` with the help text: a field, not a shared default
+"""One typed config per training command: the single source of defaults.
+
+Precedence: dataclass default < YAML file (`--config`) < command-line flag. A YAML key
+that is not a field fails with the file, line and key; `__post_init__` collects every
+invalid value into one error that names each field. `"auto"` means: decided by
+`shop_r1.autoconfig` from the machine's facts, printed with the reason.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import types
+import typing
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Literal, Union
+
+import yaml
+
+from shop_r1_doctor.errors import ToolError
+
+Auto = Literal["auto"]
+AttnChoice = Literal["auto", "eager", "sdpa", "flash_attention_2", "flash_attention_3"]
+DtypeChoice = Literal["auto", "bf16", "fp16", "fp32"]
+Switch = Literal["auto", "on", "off"]
+
+
+def _f(default: Any, help: str) -> Any:
+    return field(default=default, metadata={"help": help})
+
+
+@dataclass
+class _RunConfig:
+    """Fields shared by SFT and GRPO."""
+
+    model: str = _f("", "Hub id or local directory of the model to train.")
+    data: str = _f("", "Sessions file (JSONL or parquet) in the shop-r1 session format.")
+    output_dir: str = _f(
+        "runs/train", "Where checkpoints, TensorBoard logs and the final model go."
+    )
+    seed: int = _f(0, "Seed for the split, data order and initialisation.")
+    test_fraction: float = _f(0.1, "Share of sessions held out (split by session, never by step).")
+    context: Literal["full", "latest"] = _f(
+        "full", "Prompt context: the whole session so far (paper default) or the latest page."
+    )
+    max_prompt_tokens: int | None = _f(
+        None, "Drop the oldest steps of a prompt beyond this many tokens (None: keep all)."
+    )
+    learning_rate: float = _f(2e-5, "Peak learning rate.")
+    lr_scheduler_type: str = _f("cosine", "transformers scheduler name.")
+    warmup_ratio: float = _f(0.03, "Share of steps for the linear warm-up.")
+    weight_decay: float = _f(0.0, "AdamW weight decay.")
+    max_grad_norm: float = _f(1.0, "Gradient clipping norm.")
+    num_train_epochs: float = _f(1.0, "Passes over the training rows (ignored when max_steps > 0).")
+    max_steps: int = _f(-1, "Stop after this many optimizer steps (-1: run the epochs).")
+    global_batch_size: int = _f(
+        64, "Rows per optimizer step over all GPUs (= micro batch x accumulation x GPUs)."
+    )
+    micro_batch_size: int | Auto = _f("auto", "Rows per GPU per forward pass.")
+    gradient_accumulation_steps: int | Auto = _f(
+        "auto", "Micro batches per optimizer step (auto: global batch / (micro batch x GPUs))."
+    )
+    attn_implementation: AttnChoice = _f("auto", "Attention kernel passed to transformers.")
+    dtype: DtypeChoice = _f(
+        "auto", "Compute dtype (auto: bf16 where supported, fp16, fp32 on CPU)."
+    )
+    master_weights: Literal["auto", "fp32", "bf16"] = _f(
+        "auto",
+        "Weights + optimizer precision: fp32 masters with autocast (TRL's default load) or pure "
+        "bf16 (8 instead of 16-18 bytes/param; auto: bf16 unless the learning rate is too small "
+        "for bf16 updates).",
+    )
+    gradient_checkpointing: Switch = _f(
+        "auto", "Recompute activations (auto: only if memory needs it)."
+    )
+    optim: str = _f("auto", "transformers optimizer name (auto: adamw_torch_fused on CUDA).")
+    logging_steps: int = _f(10, "Log every N optimizer steps.")
+    save_steps: int = _f(200, "Checkpoint every N optimizer steps.")
+    save_total_limit: int = _f(2, "Keep at most this many checkpoints.")
+    report_to: str = _f("tensorboard", "tensorboard, wandb, none (comma-separated for several).")
+    num_processes: int = _f(1, "GPUs (processes) the run uses; set by `accelerate launch`.")
+    gpu_memory_headroom: float = _f(
+        0.9, "Share of GPU memory the auto-configuration may plan to use."
+    )
+
+    def _check(self) -> list[str]:
+        errors = _type_errors(self)  # resets mistyped fields so the value rules can run
+        positive = ("global_batch_size", "logging_steps", "save_steps", "num_processes")
+        errors += [
+            f"{n}: must be >= 1, got {getattr(self, n)}" for n in positive if getattr(self, n) < 1
+        ]
+        for name in ("micro_batch_size", "gradient_accumulation_steps"):
+            value = getattr(self, name)
+            if value != "auto" and value < 1:
+                errors.append(f"{name}: must be >= 1 or 'auto', got {value}")
+        if not 0 <= self.test_fraction < 1:
+            errors.append(f"test_fraction: must be in [0, 1), got {self.test_fraction}")
+        if self.learning_rate <= 0:
+            errors.append(f"learning_rate: must be > 0, got {self.learning_rate}")
+        if not 0 <= self.warmup_ratio < 1:
+            errors.append(f"warmup_ratio: must be in [0, 1), got {self.warmup_ratio}")
+        if not 0.1 <= self.gpu_memory_headroom <= 1:
+            errors.append(
+                f"gpu_memory_headroom: must be in [0.1, 1], got {self.gpu_memory_headroom}"
+            )
+        if self.save_total_limit < 1:
+            errors.append(f"save_total_limit: must be >= 1, got {self.save_total_limit}")
+        if self.max_steps == 0 or self.max_steps < -1:
+            errors.append(f"max_steps: must be -1 (use epochs) or >= 1, got {self.max_steps}")
+        if self.max_steps == -1 and self.num_train_epochs <= 0:
+            errors.append(f"num_train_epochs: must be > 0, got {self.num_train_epochs}")
+        mb, ga = self.micro_batch_size, self.gradient_accumulation_steps
+        if mb != "auto" and ga != "auto" and mb * ga * self.num_processes != self.global_batch_size:
+            errors.append(
+                f"global_batch_size: {self.global_batch_size} != micro_batch_size {mb} x "
+                f"gradient_accumulation_steps {ga} x num_processes {self.num_processes}; "
+                "set one of them to 'auto'"
+            )
+        return errors
+
+    def __post_init__(self) -> None:
+        errors = self._check()
+        if errors:
+            raise ToolError(f"{type(self).__name__}: " + "; ".join(errors))
+
+
+@dataclass
+class SFTRunConfig(_RunConfig):
+    """`shop-r1 train sft`: supervised cold start on (prompt, rationale + action) rows."""
+
+    output_dir: str = _f("runs/sft", "Where checkpoints, TensorBoard logs and the final model go.")
+    num_train_epochs: float = _f(4.0, "Passes over the training rows (paper: 4).")
+    max_length: int = _f(4096, "Truncate prompt + completion to this many tokens.")
+    packing: Switch = _f(
+        "auto", "Padding-free batches (auto: on only with FlashAttention, which they need)."
+    )
+
+    def _check(self) -> list[str]:
+        errors = super()._check()
+        if self.max_length < 16:
+            errors.append(f"max_length: must be >= 16, got {self.max_length}")
+        return errors
+
+
+@dataclass
+class GRPORunConfig(_RunConfig):
+    """`shop-r1 train grpo`: GRPO on the hierarchical Shop-R1 reward."""
+
+    output_dir: str = _f("runs/grpo", "Where checkpoints, TensorBoard logs and the final model go.")
+    learning_rate: float = _f(1e-6, "Peak learning rate (paper: 1e-7 on 3B).")
+    max_steps: int = _f(500, "Optimizer steps (paper: 500).")
+    global_batch_size: int = _f(
+        64, "Completions per optimizer step over all GPUs (prompts x num_generations)."
+    )
+    num_generations: int = _f(8, "Completions per prompt (the group; >= 2 or advantages are 0).")
+    generation_batch_size: int | Auto = _f(
+        "auto",
+        "Completions generated per rollout; must divide by num_generations and micro batch x GPUs.",
+    )
+    max_completion_length: int = _f(256, "Tokens generated per completion.")
+    temperature: float = _f(0.6, "Sampling temperature (paper: 0.6).")
+    beta: float = _f(
+        0.001, "KL coefficient to the reference model (paper: 0.001; 0 = no reference)."
+    )
+    loss_type: str = _f("dapo", "TRL GRPO loss (grpo, dapo, dr_grpo, bnpo, ...).")
+    scale_rewards: str = _f("group", "TRL reward scaling: group, batch or none.")
+    dars: float = _f(1000.0, "Difficulty-aware reward scaling of the value rewards (paper: 1000).")
+    rouge_threshold: float = _f(0.75, "ROUGE-L above which a name/text earns credit (paper: 0.75).")
+    binary_reward: bool = _f(False, "Ablation: 1 for an exact action, else 0.")
+    self_certainty_weight: float = _f(
+        0.005, "alpha, weight of the rationale self-certainty reward."
+    )
+    use_vllm: Switch = _f("auto", "Generate with vLLM (auto: when it is installed and healthy).")
+    vllm_mode: Literal["auto", "colocate", "server"] = _f(
+        "auto", "colocate on the training GPU (one GPU) or a server on its own GPUs."
+    )
+    vllm_gpu_memory_utilization: float | Auto = _f(
+        "auto", "Share of GPU memory vLLM takes when colocated (auto: from a KV-cache estimate)."
+    )
+
+    def _check(self) -> list[str]:
+        errors = super()._check()
+        if self.num_generations < 2:
+            errors.append(
+                f"num_generations: must be >= 2, got {self.num_generations} "
+                "(with one completion per prompt every group-relative advantage is 0)"
+            )
+        if self.global_batch_size % self.num_generations:
+            errors.append(
+                f"global_batch_size: {self.global_batch_size} is not a multiple of "
+                f"num_generations {self.num_generations}"
+            )
+        gbs = self.generation_batch_size
+        if gbs != "auto" and gbs % self.num_generations:
+            errors.append(
+                f"generation_batch_size: {gbs} is not a multiple of num_generations {self.num_generations}"
+            )
+        if self.max_completion_length < 1:
+            errors.append(f"max_completion_length: must be >= 1, got {self.max_completion_length}")
+        if self.temperature <= 0:
+            errors.append(f"temperature: must be > 0, got {self.temperature}")
+        if self.beta < 0:
+            errors.append(f"beta: must be >= 0, got {self.beta}")
+        if not 0 < self.rouge_threshold <= 1:
+            errors.append(f"rouge_threshold: must be in (0, 1], got {self.rouge_threshold}")
+        vgm = self.vllm_gpu_memory_utilization
+        if vgm != "auto" and not 0.05 <= vgm <= 0.95:
+            errors.append(
+                f"vllm_gpu_memory_utilization: must be in [0.05, 0.95] or 'auto', got {vgm}"
+            )
+        return errors
+
+
+CONFIG_CLASSES: dict[str, type[_RunConfig]] = {"sft": SFTRunConfig, "grpo": GRPORunConfig}
+
+
+# --- typing: YAML and flags give plain values; check them against the annotations ---
+
+
+def _type_ok(value: Any, hint: Any) -> bool:
+    origin = typing.get_origin(hint)
+    if origin is Literal:
+        return value in typing.get_args(hint)
+    if origin in (Union, types.UnionType):
+        return any(_type_ok(value, arg) for arg in typing.get_args(hint))
+    if hint is type(None):
+        return value is None
+    if hint is float:
+        return isinstance(value, (int, float)) and not isinstance(value, bool)
+    if hint is int:
+        return isinstance(value, int) and not isinstance(value, bool)
+    return isinstance(value, hint)
+
+
+def _describe(hint: Any) -> str:
+    origin = typing.get_origin(hint)
+    if origin is Literal:
+        return " | ".join(repr(a) for a in typing.get_args(hint))
+    if origin in (Union, types.UnionType):
+        return " | ".join(_describe(a) for a in typing.get_args(hint))
+    return "null" if hint is type(None) else getattr(hint, "__name__", str(hint))
+
+
+def _coerce(value: Any, hint: Any) -> Any:
+    """Undo YAML 1.1 surprises: `off` loads as False, `1e-5` as a string."""
+    if _type_ok(value, hint):
+        return value
+    if isinstance(value, bool) and _type_ok("on", hint):
+        return "on" if value else "off"
+    if isinstance(value, str) and _type_ok(1.0, hint):
+        try:
+            return float(value)
+        except ValueError:
+            return value
+    return value
+
+
+def _type_errors(cfg: Any) -> list[str]:
+    """Type errors by field; each mistyped field is reset to its default, so the value
+    rules can still run and every problem is reported at once."""
+    hints = typing.get_type_hints(type(cfg))
+    errors = []
+    for f in dataclasses.fields(cfg):
+        value = _coerce(getattr(cfg, f.name), hints[f.name])
+        setattr(cfg, f.name, value)
+        if not _type_ok(value, hints[f.name]):
+            errors.append(f"{f.name}: expected {_describe(hints[f.name])}, got {value!r}")
+            setattr(cfg, f.name, f.default)
+        elif hints[f.name] is float and isinstance(value, int):
+            setattr(cfg, f.name, float(value))
+    return errors
+
+
+# --- loading: default < YAML < flag ---
+
+
+def read_yaml(path: Path, cls: type[_RunConfig]) -> dict[str, Any]:
+    """The YAML file's values; unknown keys fail with file:line: key."""
+    try:
+        text = path.read_text(encoding="utf-8")
+        node = yaml.compose(text)
+        values = yaml.safe_load(text)
+    except OSError as exc:
+        raise ToolError(f"{path}: cannot read config ({exc.strerror}); check --config") from None
+    except yaml.YAMLError as exc:
+        mark = getattr(exc, "problem_mark", None)
+        where = f"{path}:{mark.line + 1}" if mark else str(path)
+        raise ToolError(f"{where}: not valid YAML ({getattr(exc, 'problem', exc)})") from None
+    if values is None:
+        return {}
+    if not isinstance(values, dict) or node is None:
+        raise ToolError(f"{path}:1: a config file must be a mapping of setting: value")
+    known = {f.name for f in dataclasses.fields(cls)}
+    for key_node, _ in node.value:
+        if key_node.value not in known:
+            raise ToolError(
+                f"{path}:{key_node.start_mark.line + 1}: {key_node.value}: unknown setting for "
+                f"{cls.__name__}; run with --print-config to see the valid ones"
+            )
+    return values
+
+
+def parse_set(items: list[str], cls: type[_RunConfig]) -> dict[str, Any]:
+    """`--set key=value` overrides; values are parsed as YAML scalars (1e-5, true, auto)."""
+    known = {f.name for f in dataclasses.fields(cls)}
+    out: dict[str, Any] = {}
+    for item in items:
+        key, sep, raw = item.partition("=")
+        key = key.strip().replace("-", "_")
+        if not sep or key not in known:
+            raise ToolError(f"--set {item}: expected KEY=VALUE with KEY one of the config fields")
+        hint = typing.get_type_hints(cls)[key]
+        out[key] = _coerce(yaml.safe_load(raw), hint) if raw.strip() else ""
+    return out
+
+
+def load_config(
+    command: str, *, yaml_path: Path | None = None, flags: dict[str, Any] | None = None
+) -> tuple[_RunConfig, dict[str, str]]:
+    """The resolved config and where each non-default value came from (file or flag)."""
+    cls = CONFIG_CLASSES[command]
+    values: dict[str, Any] = {}
+    source: dict[str, str] = {}
+    if yaml_path is not None:
+        for key, value in read_yaml(yaml_path, cls).items():
+            values[key] = value
+            source[key] = str(yaml_path)
+    for key, value in (flags or {}).items():
+        if value is not None:
+            values[key] = value
+            source[key] = "flag"
+    return cls(**values), source
+
+
+def render_config(cfg: _RunConfig, source: dict[str, str]) -> str:
+    """YAML of every field with its value's origin; loads back through --config."""
+    lines = [f"# {type(cfg).__name__} (default < YAML < flag)"]
+    for f in dataclasses.fields(cfg):
+        value = yaml.safe_dump(getattr(cfg, f.name), default_flow_style=True).strip()
+        value = value.removesuffix("\n...").removesuffix("...").strip()
+        origin = source.get(f.name, "default")
+        lines.append(f"{f.name}: {value}  # [{origin}] {f.metadata['help']}")
+    return "\n".join(lines) + "\n"

@@ -1,0 +1,124 @@
+"""SFT cold start on TRL's `SFTTrainer`: config -> data -> model -> train -> summary.
+
+The plan (`shop_r1.autoconfig.AutoPlan`) has already been decided and checked by the
+preflight; this module only turns it into TRL's config and runs it.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+from shop_r1 import _compat
+from shop_r1.autoconfig import AutoPlan
+from shop_r1.config import SFTRunConfig, _RunConfig
+from shop_r1_doctor.memory import ModelShape
+
+
+def common_training_kwargs(cfg: _RunConfig, plan: AutoPlan) -> dict[str, Any]:
+    """TrainingArguments shared by SFT and GRPO, from our config + the plan."""
+    report_to = (
+        [] if cfg.report_to in ("none", "") else [r.strip() for r in cfg.report_to.split(",")]
+    )
+    return {
+        "output_dir": cfg.output_dir,
+        "seed": cfg.seed,
+        "learning_rate": cfg.learning_rate,
+        "lr_scheduler_type": cfg.lr_scheduler_type,
+        **_compat.warmup_kwargs(cfg.warmup_ratio),
+        "weight_decay": cfg.weight_decay,
+        "max_grad_norm": cfg.max_grad_norm,
+        "num_train_epochs": cfg.num_train_epochs,
+        "max_steps": cfg.max_steps,
+        "per_device_train_batch_size": plan.micro_batch_size,
+        "gradient_accumulation_steps": plan.gradient_accumulation_steps,
+        **_compat.checkpointing_kwargs(plan.gradient_checkpointing),
+        "bf16": plan.dtype == "bf16",
+        "fp16": plan.dtype == "fp16",
+        "optim": plan.optim,
+        "logging_steps": cfg.logging_steps,
+        "logging_first_step": True,
+        "save_strategy": "steps",
+        "save_steps": cfg.save_steps,
+        "save_total_limit": cfg.save_total_limit,
+        "report_to": report_to,
+        "use_cpu": plan.device == "cpu",
+        "dataloader_num_workers": 0,
+    }
+
+
+def trl_config(cfg: SFTRunConfig, plan: AutoPlan) -> Any:
+    from trl import SFTConfig
+
+    return SFTConfig(
+        **common_training_kwargs(cfg, plan),
+        max_length=cfg.max_length,
+        padding_free=plan.padding_free,
+        completion_only_loss=True,
+    )
+
+
+def torch_dtype(plan: AutoPlan) -> Any:
+    import torch
+
+    if plan.master_weights == "fp32":
+        return torch.float32
+    return {"bf16": torch.bfloat16, "fp16": torch.float16}.get(plan.dtype, torch.float32)
+
+
+def load_model_and_tokenizer(model_id: str, plan: AutoPlan) -> tuple[Any, Any]:
+    """Weights in the planned master dtype, the planned attention kernel."""
+    from transformers import AutoModelForCausalLM, AutoTokenizer
+
+    tokenizer = AutoTokenizer.from_pretrained(model_id)
+    if tokenizer.pad_token is None:
+        tokenizer.pad_token = tokenizer.eos_token
+    model = AutoModelForCausalLM.from_pretrained(
+        model_id,
+        attn_implementation=plan.attn_implementation,
+        **_compat.dtype_kwarg(torch_dtype(plan)),
+    )
+    return model, tokenizer
+
+
+def train(
+    cfg: SFTRunConfig,
+    plan: AutoPlan,
+    rows: list[dict[str, Any]],
+    *,
+    model: Any,
+    tokenizer: Any,
+    shape: ModelShape,
+    resume: bool = False,
+    gpu_name: str | None = None,
+) -> dict[str, Any]:
+    """Run SFT on conversational prompt/completion rows; save the final model; return
+    the run summary (tokens/s, MFU, peak memory, first/last loss)."""
+    from datasets import Dataset
+    from trl import SFTTrainer
+
+    from shop_r1.callbacks import SummaryCallback
+
+    summary = SummaryCallback(shape, plan.seq_len, gpu_name=gpu_name, n_gpus=cfg.num_processes)
+    dataset = Dataset.from_list(
+        [{"prompt": r["prompt"], "completion": r["completion"]} for r in rows]
+    )
+    trainer = SFTTrainer(
+        model=model,
+        args=trl_config(cfg, plan),
+        train_dataset=dataset,
+        processing_class=tokenizer,
+        callbacks=[summary],
+    )
+    trainer.train(resume_from_checkpoint=last_checkpoint(cfg.output_dir) if resume else None)
+    trainer.save_model(cfg.output_dir)
+    tokenizer.save_pretrained(cfg.output_dir)
+    return summary.summary
+
+
+def last_checkpoint(output_dir: str) -> str | None:
+    """The newest `checkpoint-N` directory, or None (then training starts fresh)."""
+    from transformers.trainer_utils import get_last_checkpoint
+
+    path = Path(output_dir)
+    return get_last_checkpoint(str(path)) if path.is_dir() else None

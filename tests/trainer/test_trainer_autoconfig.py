@@ -1,0 +1,83 @@
+"""Golden decision tables for recorded snapshots of several machines.
+
+Regenerate after an intended change: SHOP_R1_UPDATE_GOLDEN=1 pytest tests/trainer/test_trainer_autoconfig.py
+"""
+
+import json
+import os
+from pathlib import Path
+
+import pytest
+
+from shop_r1.autoconfig import decide, render_text
+from shop_r1.config import GRPORunConfig, SFTRunConfig
+from shop_r1_doctor.memory import GIB, KNOWN_SHAPES
+
+HERE = Path(__file__).parent
+MACHINES = ["h100", "h200x2", "ada4090", "t4", "cpu"]
+
+
+def _snap(name):
+    return json.loads((HERE / "snapshots" / f"{name}.json").read_text())
+
+
+@pytest.mark.parametrize("machine", MACHINES)
+@pytest.mark.parametrize("command", ["sft", "grpo"])
+def test_decision_table_golden(machine, command):
+    shape = KNOWN_SHAPES["0.5b"] if machine in ("cpu", "t4") else KNOWN_SHAPES["1.5b"]
+    cfg = SFTRunConfig() if command == "sft" else GRPORunConfig()
+    text = render_text(decide(_snap(machine), cfg, shape, seq_len=3072))
+    golden = HERE / "golden" / f"autoconfig_{machine}_{command}.txt"
+    if os.environ.get("SHOP_R1_UPDATE_GOLDEN"):
+        golden.write_text(text)
+    assert text == golden.read_text()
+
+
+def test_attention_choice_per_machine():
+    shape = KNOWN_SHAPES["0.5b"]
+    got = {
+        m: decide(_snap(m), SFTRunConfig(), shape, seq_len=1024).attn_implementation
+        for m in MACHINES
+    }
+    assert got == {
+        "h100": "flash_attention_3",
+        "h200x2": "flash_attention_2",
+        "ada4090": "flash_attention_2",
+        "t4": "sdpa",
+        "cpu": "sdpa",
+    }
+
+
+def test_broken_flash_attn_falls_back_to_sdpa_with_the_error():
+    snap = _snap("ada4090")
+    snap["imports"]["flash_attn"] = {"ok": False, "error": "ImportError: undefined symbol: _ZN3c10"}
+    plan = decide(snap, SFTRunConfig(), KNOWN_SHAPES["0.5b"], seq_len=1024)
+    assert plan.attn_implementation == "sdpa" and plan.padding_free is False
+    assert "undefined symbol" in plan.decisions[1].reason
+
+
+def test_checkpointing_only_when_memory_needs_it():
+    h100 = decide(_snap("h100"), SFTRunConfig(), KNOWN_SHAPES["0.5b"], seq_len=2048)
+    ada = decide(_snap("ada4090"), SFTRunConfig(), KNOWN_SHAPES["1.5b"], seq_len=4096)
+    assert h100.gradient_checkpointing is False and ada.gradient_checkpointing is True
+    assert h100.predicted_peak_bytes <= 0.9 * 85520809984
+    assert h100.micro_batch_size * h100.gradient_accumulation_steps == 64
+
+
+def test_grpo_generation_batch_fixed_to_a_valid_multiple():
+    cfg = GRPORunConfig(
+        generation_batch_size=20, num_generations=4, global_batch_size=16, micro_batch_size=8
+    )
+    plan = decide(_snap("cpu"), cfg, KNOWN_SHAPES["0.5b"], seq_len=256)
+    assert plan.generation_batch_size == 24  # multiple of 4 and of micro batch 8
+    row = next(d for d in plan.decisions if d.setting == "generation_batch_size")
+    assert "using 24" in row.reason
+
+
+def test_grpo_colocated_vllm_budget_from_kv_cache():
+    plan = decide(_snap("h100"), GRPORunConfig(), KNOWN_SHAPES["0.5b"], seq_len=2048)
+    assert plan.use_vllm and plan.vllm_mode == "colocate"
+    assert 0.1 <= plan.vllm_gpu_memory_utilization <= 0.9
+    two = decide(_snap("h200x2"), GRPORunConfig(), KNOWN_SHAPES["0.5b"], seq_len=2048)
+    assert two.vllm_mode == "server" and two.vllm_gpu_memory_utilization is None
+    assert plan.memory_budget_bytes / GIB > 60

@@ -1,0 +1,103 @@
+"""Each plan-dependent failure stops the run with its code, through the real CLI too."""
+
+import json
+from pathlib import Path
+
+from typer.testing import CliRunner
+
+from shop_r1.config import GRPORunConfig, SFTRunConfig
+from shop_r1.preflight import prepare
+from shop_r1_doctor.cli.main import app
+from shop_r1_doctor.memory import KNOWN_SHAPES
+
+SNAPS = Path(__file__).parent / "snapshots"
+
+
+def _snap(name):
+    return json.loads((SNAPS / f"{name}.json").read_text())
+
+
+def _rows(n):
+    return [
+        {"prompt": [{"role": "user", "content": "p"}], "completion": [], "gold_action": "{}"}
+    ] * n
+
+
+def _codes(prepared, ignore=()):
+    return [f.code for f in prepared.errors(ignore)]
+
+
+def test_dataset_smaller_than_one_step_stops_the_run(tmp_path):
+    cfg = SFTRunConfig(model="m", data="d", output_dir=str(tmp_path), global_batch_size=64)
+    p = prepare(
+        cfg, snapshot=_snap("cpu"), rows=(_rows(10), []), shape=KNOWN_SHAPES["0.5b"], seq_len=512
+    )
+    assert "TRAINER_ZERO_STEPS_TINY_DATASET" in _codes(p)
+    assert _codes(p, ignore=["TRAINER_ZERO_STEPS_TINY_DATASET"]) == []
+
+
+def test_grpo_counts_prompts_per_step(tmp_path):
+    cfg = GRPORunConfig(
+        model="m", data="d", output_dir=str(tmp_path), global_batch_size=64, num_generations=8
+    )
+    ok = prepare(
+        cfg, snapshot=_snap("cpu"), rows=(_rows(8), []), shape=KNOWN_SHAPES["0.5b"], seq_len=256
+    )
+    short = prepare(
+        cfg, snapshot=_snap("cpu"), rows=(_rows(7), []), shape=KNOWN_SHAPES["0.5b"], seq_len=256
+    )
+    assert "TRAINER_ZERO_STEPS_TINY_DATASET" not in _codes(ok)
+    assert "TRAINER_ZERO_STEPS_TINY_DATASET" in _codes(short)
+
+
+def test_model_too_large_for_the_gpu(tmp_path):
+    cfg = SFTRunConfig(model="m", data="d", output_dir=str(tmp_path), master_weights="fp32")
+    p = prepare(
+        cfg, snapshot=_snap("t4"), rows=(_rows(100), []), shape=KNOWN_SHAPES["7b"], seq_len=4096
+    )
+    assert "MODEL_TOO_LARGE_FOR_GPU" in _codes(p)
+    assert p.snapshot["plan"]["model_params"] == KNOWN_SHAPES["7b"].params
+
+
+def test_cli_stops_on_a_tiny_dataset_before_loading_the_model(tmp_path):
+    from shop_r1.data.io import write_sessions
+    from shop_r1.data.synth import generate_sessions
+
+    write_sessions(generate_sessions(3, seed=0), tmp_path / "s.jsonl")
+    model = tmp_path / "model"
+    model.mkdir()
+    (model / "config.json").write_text(
+        json.dumps(
+            {
+                "model_type": "qwen2",
+                "hidden_size": 64,
+                "num_hidden_layers": 2,
+                "num_attention_heads": 4,
+                "num_key_value_heads": 2,
+                "intermediate_size": 128,
+                "vocab_size": 300,
+            }
+        )
+    )
+    from shop_r1.tiny import train_tokenizer
+
+    train_tokenizer(["hello world"] * 10, vocab_size=300).save_pretrained(model)
+    result = CliRunner().invoke(
+        app,
+        [
+            "train",
+            "sft",
+            "--model",
+            str(model),
+            "--data",
+            str(tmp_path / "s.jsonl"),
+            "--output-dir",
+            str(tmp_path / "out"),
+            "--dry-run",
+            "--snapshot",
+            str(SNAPS / "cpu.json"),
+        ],
+    )
+    assert result.exit_code == 1, result.output
+    assert "TRAINER_ZERO_STEPS_TINY_DATASET" in result.output
+    assert not (tmp_path / "out").exists()
