@@ -13,6 +13,7 @@ smi --query-compute-apps=pid,process_name,used_memory,gpu_uuid --format=csv,nohe
 smi --query-gpu=index,name,bogus_field --format=csv,noheader > "$out/query-invalid-field.txt"
 smi topo -m > "$out/topo-m.txt"
 { which -a nvcc; nvcc --version; } > "$out/nvcc.txt" 2>&1
+cat /proc/driver/nvidia/version > "$out/proc-driver-nvidia-version.txt" 2>&1
 uname -a > "$out/uname.txt"; cat /proc/version > "$out/proc-version.txt"
 cat /etc/os-release > "$out/os-release.txt" 2>/dev/null
 cat /proc/1/cgroup > "$out/proc1-cgroup.txt" 2>/dev/null

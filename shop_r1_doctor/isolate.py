@@ -92,6 +92,20 @@ def signal_name(returncode: int) -> str | None:
     return windows_crashes.get(returncode & 0xFFFFFFFF)
 
 
+def _last_value(stdout: str | bytes | None) -> Any:
+    """The last marker value a child printed: what it learned before crashing or hanging
+    (torch prints its version and build before the risky CUDA init)."""
+    if isinstance(stdout, bytes):
+        stdout = stdout.decode("utf-8", errors="replace")
+    for line in reversed((stdout or "").splitlines()):
+        if line.startswith(MARKER):
+            try:
+                return json.loads(line[len(MARKER) :])
+            except json.JSONDecodeError:
+                return None
+    return None
+
+
 def _last_lines(text: str, n: int = 3) -> str:
     lines = [line for line in text.strip().splitlines() if line.strip()]
     return " | ".join(lines[-n:])[:500]
@@ -128,9 +142,12 @@ def run_child(
             env=child_env,
             stdin=subprocess.DEVNULL,
         )
-    except subprocess.TimeoutExpired:
+    except subprocess.TimeoutExpired as exc:
         return ChildResult(
-            "timeout", time.perf_counter() - start, detail=f"no answer in {timeout:g} s"
+            "timeout",
+            time.perf_counter() - start,
+            value=_last_value(exc.stdout),
+            detail=f"no answer in {timeout:g} s",
         )
     except OSError as exc:
         return ChildResult(
@@ -141,7 +158,10 @@ def run_child(
     if sig is not None:
         tail = _last_lines(proc.stderr)
         return ChildResult(
-            "crash", seconds, detail=f"killed by {sig}" + (f": {tail}" if tail else "")
+            "crash",
+            seconds,
+            value=_last_value(proc.stdout),
+            detail=f"killed by {sig}" + (f": {tail}" if tail else ""),
         )
     for line in reversed(proc.stdout.splitlines()):
         if line.startswith(MARKER):

@@ -16,6 +16,7 @@ from typing import Any
 import yaml
 
 from shop_r1_doctor.errors import ToolError
+from shop_r1_doctor.yamlio import safe_load
 
 SIGNATURES_PATH = Path(__file__).with_name("knowledge") / "log_signatures.yaml"
 SIGNATURES_SCHEMA = "shop-r1.log-signatures/1"
@@ -116,7 +117,7 @@ def load_signatures_file(path: str | Path) -> tuple[Signature, ...]:
     try:
         text = p.read_text(encoding="utf-8")
         node = yaml.compose(text)
-        data = yaml.safe_load(text)
+        data = safe_load(text)
     except OSError as exc:
         raise ToolError(f"{p}: cannot read log signatures: {exc.strerror}") from None
     except yaml.YAMLError as exc:

@@ -5,6 +5,8 @@ from __future__ import annotations
 import re
 from collections.abc import Iterator
 
+from packaging.version import Version
+
 from shop_r1_doctor.checks._base import (
     GIB,
     attn_impl,
@@ -50,13 +52,15 @@ def wheel_url(facts: Facts) -> str | None:
     abi = _torch_abi(facts)
     if tv is None or cuda is None or facts.os != "linux" or abi is None or py.count(".") < 1:
         return None
-    row = load_compat().newest_fa_covering(tv, cuda.major)
+    major, minor = py.split(".")[:2]
+    if not (major.isdigit() and minor.isdigit()):
+        return None
+    row = load_compat().newest_fa_covering(tv, cuda.major, Version(f"{major}.{minor}"))
     if row is None:
         return None
     platform = {"x86_64": "linux_x86_64", "aarch64": "linux_aarch64"}.get(str(arch))
     if platform is None:
         return None
-    major, minor = py.split(".")[:2]
     return load_compat().flash_attn_wheel_url.format(
         version=row.release,
         cuda_major=cuda.major,

@@ -7,9 +7,12 @@ from collections.abc import Iterator
 from packaging.version import Version
 
 from shop_r1_doctor.checks._base import (
+    attn_impl,
     bytes_gib,
     finding,
     gpu_name,
+    packages,
+    plan_bool,
     torch_cuda,
     torch_version,
 )
@@ -89,14 +92,59 @@ def driver_vs_cuda_build(facts: Facts) -> Iterator[Finding]:
         )
 
 
+# nvidia-ml-py is NVML's Python binding (the doctor itself uses it): no sign of CUDA work.
+NOT_CUDA_DISTS = ("nvidia-ml-py", "pynvml")
+GPU_PLAN_ATTN = ("flash_attention_2", "flash_attention_3", "flash_attention_4")
+
+
+def gpu_expected(facts: Facts) -> str | None:
+    """The first sign that this machine is meant to have a GPU, in words; None if none.
+
+    A CPU-only box with a CPU torch and no GPU setting should not be told to fix Docker.
+    """
+    cuda = torch_cuda(facts)
+    if cuda is not None:
+        return f"torch {torch_version(facts)} is a CUDA {cuda} build"
+    nvd = facts.env_value("NVIDIA_VISIBLE_DEVICES")
+    if nvd is not None and nvd.strip().lower() not in ("", "void", "none"):
+        return f"NVIDIA_VISIBLE_DEVICES={nvd} is set"
+    cvd = facts.env_value("CUDA_VISIBLE_DEVICES")
+    if cvd is not None and cvd.strip() not in ("", "-1"):
+        return f"CUDA_VISIBLE_DEVICES={cvd} is set"
+    for name, info in packages(facts).items():
+        if info is not None and (
+            name in ("vllm", "flash-attn")
+            or (name.startswith("nvidia-") and name not in NOT_CUDA_DISTS)
+        ):
+            return f"{name} {info.get('version', '')} is installed".replace("  ", " ")
+    if plan_bool(facts, "use_vllm") is True:
+        return "the plan uses vLLM"
+    if attn_impl(facts) in GPU_PLAN_ATTN:
+        return f"the plan asks for {attn_impl(facts)}"
+    if plan_bool(facts, "bf16") is True or plan_bool(facts, "fp16") is True:
+        return "the plan trains in bf16/fp16"
+    return None
+
+
 def gpu_runtime_in_container(facts: Facts) -> Iterator[Finding]:
     if facts.container is None or "gpus" not in facts.raw or facts.gpus:
         return
     if facts.raw.get("driver") not in (None, {}):
         return
+    why = gpu_expected(facts)
+    if why is None:
+        # Nothing asks for a GPU: a note for whoever meant to pass --gpus, not a warning.
+        yield finding(
+            "DOCKER_GPU_RUNTIME_MISSING",
+            f"no NVIDIA GPU in this {facts.container} container: fine for CPU work",
+            severity="info",
+            detail="Nothing here asks for a GPU (CPU torch, no GPU settings or CUDA packages).",
+            fix="for a GPU: `docker run --gpus all ...` (nvidia-container-toolkit on the host)",
+        )
+        return
     yield finding(
         "DOCKER_GPU_RUNTIME_MISSING",
-        f"no NVIDIA GPU or driver visible inside this {facts.container} container",
+        f"no NVIDIA GPU or driver visible inside this {facts.container} container, but {why}",
         detail="Without the NVIDIA container runtime the container sees no /dev/nvidia* devices.",
         fix="install nvidia-container-toolkit on the host, then `docker run --gpus all ...`",
     )

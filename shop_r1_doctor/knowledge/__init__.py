@@ -18,6 +18,7 @@ from packaging.specifiers import InvalidSpecifier, SpecifierSet
 from packaging.version import InvalidVersion, Version
 
 from shop_r1_doctor.errors import ToolError
+from shop_r1_doctor.yamlio import safe_load
 
 COMPAT_PATH = Path(__file__).with_name("compat.yaml")
 COMPAT_SCHEMA = "shop-r1.compat/1"
@@ -81,6 +82,14 @@ class FaWheels:
     cuda_majors: tuple[int, ...]
     source: str
     release: str = ""  # newest release with assets in this range; "" = none known
+    # torch minor ("2.9") -> the Pythons that have wheels for it; unlisted: every Python
+    python_for_torch: tuple[tuple[str, SpecifierSet], ...] = ()
+
+    def covers(self, torch: Version, cuda_major: int, python: Version | None = None) -> bool:
+        if public(torch) not in self.torch or cuda_major not in self.cuda_majors:
+            return False
+        pythons = dict(self.python_for_torch).get(f"{torch.major}.{torch.minor}")
+        return pythons is None or python is None or public(python) in pythons
 
 
 @dataclass(frozen=True)
@@ -101,6 +110,7 @@ class Compat:
     torch_archs: tuple[TorchArchs, ...]
     nccl_bundled: tuple[Ranged, ...]
     vllm_torch: tuple[Ranged, ...]
+    vllm_opencv: tuple[Ranged, ...]  # value = vLLM's opencv-python-headless floor
     vllm_min_cc: tuple[Ranged, ...]
     vllm_expandable_segments: tuple[Ranged, ...]
     vllm_attention_env: dict[str, str]
@@ -177,13 +187,13 @@ class Compat:
         base = public(flash_attn)
         return [w for w in self.flash_attn_wheels if base in w.flash_attn]
 
-    def newest_fa_covering(self, torch: Version, cuda_major: int) -> FaWheels | None:
-        """The newest released flash-attn wheel row that covers this torch and CUDA major."""
-        base = public(torch)
+    def newest_fa_covering(
+        self, torch: Version, cuda_major: int, python: Version | None = None
+    ) -> FaWheels | None:
+        """The newest released flash-attn wheel row that covers this torch, CUDA major
+        and (when given) Python."""
         rows = [
-            w
-            for w in self.flash_attn_wheels
-            if w.release and base in w.torch and cuda_major in w.cuda_majors
+            w for w in self.flash_attn_wheels if w.release and w.covers(torch, cuda_major, python)
         ]
         return rows[-1] if rows else None
 
@@ -328,6 +338,11 @@ def parse_compat(data: Any, file: str) -> Compat:
             cuda_majors=tuple(int(c) for c in r.get(item, "cuda_majors", w, list)),
             source=item["source"],
             release=str(r.version(item, "release", w)) if "release" in item else "",
+            python_for_torch=tuple(
+                (str(minor), r.spec(pys, str(minor), f"{w}.python_for_torch"))
+                for pys in [r.opt(item, "python_for_torch", w, dict) or {}]
+                for minor in pys
+            ),
         )
         for w, item in r.rows(data, "flash_attn_wheels")
     )
@@ -368,6 +383,7 @@ def parse_compat(data: Any, file: str) -> Compat:
         torch_archs=archs,
         nccl_bundled=ranged("nccl_bundled", "torch", "nccl"),
         vllm_torch=ranged("vllm_torch", "vllm", "torch", "cuda"),
+        vllm_opencv=ranged("vllm_opencv", "vllm", "opencv_python_headless"),
         vllm_min_cc=ranged("vllm_min_cc", "vllm", "min_cc"),
         vllm_expandable_segments=ranged("vllm_expandable_segments", "vllm", "effect"),
         vllm_attention_env=dict(data["vllm_attention_env"]),
@@ -400,7 +416,7 @@ def load_compat_file(path: str | Path) -> Compat:
     except OSError as exc:
         raise ToolError(f"{p}: cannot read compatibility data: {exc.strerror}") from None
     try:
-        data = yaml.safe_load(text)
+        data = safe_load(text)
     except yaml.YAMLError as exc:
         mark = getattr(exc, "problem_mark", None)
         line = f":{mark.line + 1}" if mark is not None else ""
@@ -463,7 +479,7 @@ def parse_codes(data: Any, file: str) -> dict[str, CodeInfo]:
 def load_codes_file(path: str | Path) -> dict[str, CodeInfo]:
     p = Path(path)
     try:
-        data = yaml.safe_load(p.read_text(encoding="utf-8"))
+        data = safe_load(p.read_text(encoding="utf-8"))
     except OSError as exc:
         raise ToolError(f"{p}: cannot read finding codes: {exc.strerror}") from None
     except yaml.YAMLError as exc:

@@ -19,6 +19,7 @@ from packaging.specifiers import InvalidSpecifier, SpecifierSet
 from packaging.version import InvalidVersion, Version
 
 from shop_r1_doctor.errors import ToolError
+from shop_r1_doctor.yamlio import safe_load
 
 CC = tuple[int, int]
 FlashAttnMode = Literal["wheel", "source", "none"]
@@ -400,7 +401,7 @@ def load_profile_file(path: str | Path) -> Profile:
     except OSError as exc:
         raise ToolError(f"{p}: cannot read profile: {exc.strerror}") from None
     try:
-        data = yaml.safe_load(text)
+        data = safe_load(text)
     except yaml.YAMLError as exc:
         mark = getattr(exc, "problem_mark", None)
         line = f":{mark.line + 1}" if mark is not None else ""

@@ -518,3 +518,37 @@ CASES: list[tuple[str, dict[str, Any]]] = [
         },
     ),
 ]
+
+
+# DOCKER_GPU_RUNTIME_MISSING warns only when something shows a GPU is expected; a CPU-only
+# container (CPU torch, no GPU settings) gets an info line. (patch over CPU_DOCKER, severity)
+CPU_DOCKER: dict[str, Any] = {
+    "schema": "shop-r1.snapshot/1",
+    "host": {"os": "linux", "container": "docker"},
+    "gpus": [],
+    "driver": None,
+    "torch": {"version": "2.13.0+cpu", "cuda": None, "cuda_available": False, "arch_list": []},
+    "env": {"PYTHONUNBUFFERED": "1"},
+    "packages": {"torch": pkg("2.13.0+cpu"), "nvidia-ml-py": pkg("13.615.71"), "vllm": None},
+}
+GPU_EXPECTED_CASES: list[tuple[str, dict[str, Any], str | None]] = [
+    ("cpu-only", {}, "info"),
+    ("cuda-torch", {"torch": {"version": "2.11.0+cu130", "cuda": "13.0"}}, "warning"),
+    (
+        "cuda-torch-from-tag",
+        {"torch": DELETE, "packages": {"torch": pkg("2.6.0+cu124")}},
+        "warning",
+    ),
+    ("nvidia-visible-all", {"env": {"NVIDIA_VISIBLE_DEVICES": "all"}}, "warning"),
+    ("nvidia-visible-void", {"env": {"NVIDIA_VISIBLE_DEVICES": "void"}}, "info"),
+    ("cuda-visible-0", {"env": {"CUDA_VISIBLE_DEVICES": "0"}}, "warning"),
+    ("cuda-visible-hidden", {"env": {"CUDA_VISIBLE_DEVICES": "-1"}}, "info"),
+    ("nvidia-nccl", {"packages": {"nvidia-nccl-cu13": pkg("2.28.9")}}, "warning"),
+    ("vllm", {"packages": {"vllm": pkg("0.26.0", "torch==2.11.0")}}, "warning"),
+    ("plan-vllm", {"plan": {"task": "grpo", "use_vllm": True}}, "warning"),
+    ("plan-fa2", {"plan": {"attn_implementation": "flash_attention_2"}}, "warning"),
+    ("plan-bf16", {"plan": {"task": "sft", "bf16": True}}, "warning"),
+    ("plan-cpu", {"plan": {"task": "sft", "bf16": False, "attn_implementation": "sdpa"}}, "info"),
+    ("not-in-container", {"host": {"container": None}}, None),
+    ("gpu-visible", {"gpus": T4, "driver": {"version": "580.65.06"}}, None),
+]

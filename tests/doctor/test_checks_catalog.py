@@ -5,7 +5,14 @@ from __future__ import annotations
 import json
 
 import pytest
-from doctor_checks_cases import CASES, SNAPSHOTS, healthy, merge
+from doctor_checks_cases import (
+    CASES,
+    CPU_DOCKER,
+    GPU_EXPECTED_CASES,
+    SNAPSHOTS,
+    healthy,
+    merge,
+)
 
 from shop_r1_doctor.checks import REGISTRY, run_checks
 from shop_r1_doctor.facts import Facts
@@ -98,3 +105,20 @@ def test_incident_contract_example_plan() -> None:
         "TRL_SERVER_MODE_SAME_GPU",
         "TRL_VLLM_SERVER_UNREACHABLE",
     } <= codes
+
+
+@pytest.mark.parametrize(
+    ("patch", "severity"),
+    [(patch, sev) for _, patch, sev in GPU_EXPECTED_CASES],
+    ids=[name for name, _, _ in GPU_EXPECTED_CASES],
+)
+def test_docker_gpu_runtime_warns_only_when_a_gpu_is_expected(
+    patch: dict, severity: str | None
+) -> None:
+    findings = run_checks(Facts(merge(CPU_DOCKER, patch)))
+    hits = [f for f in findings if f.code == "DOCKER_GPU_RUNTIME_MISSING"]
+    assert [f.severity for f in hits] == ([severity] if severity else []), hits
+    if severity == "warning":
+        assert ", but " in hits[0].title  # names the evidence
+    if severity == "info":  # a CPU-only container gets a clean report
+        assert [f"{f.code}: {f.title}" for f in findings if f.severity != "info"] == []

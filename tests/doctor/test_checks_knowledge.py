@@ -88,3 +88,51 @@ def test_docs_checks_md_is_in_sync() -> None:
     assert docs.read_text(encoding="utf-8") == render_markdown(), (
         "regenerate: python -m shop_r1_doctor.checks.docs > docs/checks.md"
     )
+
+
+def test_refreshed_vllm_rows_and_opencv_floor() -> None:
+    c = load_compat()
+    pins = {v: c.vllm_torch_pin(Version(v)) for v in ("0.16.0", "0.27.0", "0.32.0", "0.33.0")}
+    assert {v: r.value for v, r in pins.items() if r} == {
+        "0.16.0": "2.9.1",
+        "0.27.0": "2.13.0",
+        "0.32.0": "2.13.0",
+        "0.33.0": "2.14.0",
+    }
+    assert all(r and r.extra for r in pins.values())  # CUDA kept on every row
+    floor = {v: c._ranged(c.vllm_opencv, Version(v)) for v in ("0.8.0", "0.14.0", "0.26.0")}
+    assert floor["0.8.0"] is None  # opencv only through mistral_common[opencv]
+    assert floor["0.14.0"].value == "4.11.0"  # type: ignore[union-attr]
+    assert floor["0.26.0"].value == "4.13.0"  # type: ignore[union-attr]
+
+
+def test_profiles_check_reads_the_vllm_opencv_floor(tmp_path: Path) -> None:
+    import yaml
+
+    from shop_r1_doctor.profiles.check import check_profile
+    from shop_r1_doctor.profiles.model import load_profile_file, profiles_dir
+
+    data = yaml.safe_load((profiles_dir() / "hopper.yaml").read_text(encoding="utf-8"))
+    meg = data["extras"]["megatron"]
+    meg["packages"]["megatron-core"] = "0.15.3"
+    meg["pins"] = {"numpy": "<2", "opencv-python-headless": "==4.11.0.86"}
+    path = tmp_path / "hopper.yaml"
+    path.write_text(yaml.safe_dump(data, sort_keys=False), encoding="utf-8")
+    messages = [p.message for p in check_profile(load_profile_file(path), load_compat())]
+    assert any("opencv-python-headless>=4.13.0" in m for m in messages), messages
+
+
+@pytest.mark.parametrize(
+    ("torch", "python", "release"),
+    [
+        ("2.9.1+cu128", "3.12", "2.8.3"),  # 2.8.3 has a torch 2.9 wheel for cp312 only
+        ("2.9.1+cu128", "3.11", None),
+        ("2.8.0+cu128", "3.11", "2.8.3"),
+        ("2.8.0+cu128", None, "2.8.3"),
+    ],
+)
+def test_fa_wheel_rows_respect_python_for_torch(
+    torch: str, python: str | None, release: str | None
+) -> None:
+    row = load_compat().newest_fa_covering(Version(torch), 12, Version(python) if python else None)
+    assert (row.release if row else None) == release

@@ -1,0 +1,175 @@
+"""Host facts: OS, WSL, container, CPUs, memory, /dev/shm, disks, encoding, interpreter."""
+
+from __future__ import annotations
+
+import os
+import shutil
+import sys
+from pathlib import Path
+from typing import Any
+
+from shop_r1_doctor.probes.deps import ProbeDeps
+from shop_r1_doctor.redact import redact_home
+
+
+def _read(deps: ProbeDeps, path: str) -> str | None:
+    try:
+        return (deps.root / path.lstrip("/")).read_text(encoding="utf-8", errors="replace")
+    except OSError:
+        return None
+
+
+def wsl_version(proc_version: str | None) -> int | None:
+    """WSL2 kernels say `microsoft-standard-WSL2`; WSL1 reports e.g. `4.4.0-19041-Microsoft`."""
+    if not proc_version or "microsoft" not in proc_version.lower():
+        return None
+    text = proc_version.lower()
+    return 2 if ("wsl2" in text or "microsoft-standard" in text) else 1
+
+
+def container_kind(deps: ProbeDeps) -> str | None:
+    """Kubernetes first: a pod's runtime (docker, containerd) is the less useful answer."""
+    cgroup = (_read(deps, "/proc/1/cgroup") or "").lower()
+    if deps.environ.get("KUBERNETES_SERVICE_HOST") or "kubepods" in cgroup:
+        return "kubernetes"
+    if (deps.root / ".dockerenv").exists() or "docker" in cgroup:
+        return "docker"
+    if (deps.root / "run/.containerenv").exists() or "libpod" in cgroup:
+        return "podman"
+    if "containerd" in cgroup:
+        return "containerd"
+    if deps.environ.get("container"):  # systemd's convention (lxc, systemd-nspawn, ...)
+        return "other"
+    return None
+
+
+def os_release(deps: ProbeDeps) -> str | None:
+    system = deps.platform.system
+    if system == "linux":
+        fields = {}
+        for line in (_read(deps, "/etc/os-release") or "").splitlines():
+            key, sep, value = line.partition("=")
+            if sep:
+                fields[key.strip()] = value.strip().strip('"')
+        return fields.get("PRETTY_NAME") or fields.get("NAME")
+    if system == "darwin":
+        import platform
+
+        return f"macOS {platform.mac_ver()[0]}"
+    if system == "windows":
+        import platform
+
+        release, version, *_ = platform.win32_ver()
+        return f"Windows {release} ({version})"
+    return None
+
+
+def windows_long_paths(system: str) -> bool | None:
+    if system != "windows" or sys.platform != "win32":
+        return None
+    import winreg
+
+    try:
+        with winreg.OpenKey(
+            winreg.HKEY_LOCAL_MACHINE, r"SYSTEM\CurrentControlSet\Control\FileSystem"
+        ) as key:
+            value, _ = winreg.QueryValueEx(key, "LongPathsEnabled")
+    except OSError:
+        return False  # the value is absent on a default install: long paths are off
+    return bool(value)
+
+
+def _existing(path: Path) -> Path:
+    """The nearest existing ancestor: disk space of a not-yet-created output dir."""
+    for candidate in (path, *path.parents):
+        if candidate.exists():
+            return candidate
+    return path
+
+
+def hf_cache_dir(environ: dict[str, str] | Any, home: str) -> str:
+    if environ.get("HF_HUB_CACHE"):
+        return str(environ["HF_HUB_CACHE"])
+    hf_home = environ.get("HF_HOME") or os.path.join(
+        environ.get("XDG_CACHE_HOME") or os.path.join(home, ".cache"), "huggingface"
+    )
+    return os.path.join(hf_home, "hub")
+
+
+def temp_dir(environ: dict[str, str] | Any) -> str:
+    for name in ("TMPDIR", "TEMP", "TMP"):
+        if environ.get(name):
+            return str(environ[name])
+    return "/tmp" if os.name != "nt" else os.path.expanduser("~/AppData/Local/Temp")
+
+
+def _python(deps: ProbeDeps) -> dict[str, Any]:
+    plat = deps.platform
+    env = deps.environ
+    which = shutil.which("python", path=env.get("PATH", ""))
+    venv: str | None = None
+    manager: str | None = None
+    if plat.prefix != plat.base_prefix:
+        venv = plat.prefix
+        cfg = Path(plat.prefix) / "pyvenv.cfg"
+        try:
+            manager = "uv" if "\nuv =" in "\n" + cfg.read_text(encoding="utf-8") else "venv"
+        except OSError:
+            manager = "venv"
+    elif env.get("CONDA_PREFIX") and Path(plat.executable).is_relative_to(env["CONDA_PREFIX"]):
+        venv, manager = env["CONDA_PREFIX"], "conda"
+    home = deps.home
+    return {
+        "version": plat.python_version,
+        "executable": redact_home(plat.executable, home),
+        "which_python": redact_home(which, home) if which else None,
+        "venv": redact_home(venv, home) if venv else None,
+        "env_manager": manager,
+    }
+
+
+def probe_host(deps: ProbeDeps) -> dict[str, Any]:
+    import psutil
+
+    plat = deps.platform
+    home = deps.home
+    env = deps.environ
+    shm: int | None = None
+    shm_path = deps.root / "dev/shm"
+    if plat.system == "linux" and shm_path.is_dir():
+        shm = shutil.disk_usage(shm_path).total
+    paths = {
+        "cwd": str(deps.cwd),
+        "temp": temp_dir(env),
+        "hf_cache": hf_cache_dir(env, home),
+    }
+    if deps.output_dir:
+        paths["output"] = str(deps.cwd / deps.output_dir)
+    disk_free: dict[str, int] = {}
+    for path in paths.values():
+        try:
+            disk_free[redact_home(path, home)] = shutil.disk_usage(_existing(Path(path))).free
+        except OSError:
+            continue
+    names = getattr(os, "confstr_names", {})  # macOS has confstr but no glibc name
+    libc = os.confstr("CS_GNU_LIBC_VERSION") if "CS_GNU_LIBC_VERSION" in names else None
+    encoding = getattr(sys.stdout, "encoding", None)
+    return {
+        "os": plat.system,
+        "os_release": os_release(deps),
+        "kernel": plat.release,
+        "arch": plat.machine,
+        "libc": libc,
+        "wsl": wsl_version(_read(deps, "/proc/version")) if plat.system == "linux" else None,
+        "container": container_kind(deps) if plat.system == "linux" else None,
+        "cpu_count": os.cpu_count(),
+        "cpu_usable": len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else None,
+        "ram_bytes": psutil.virtual_memory().total,
+        "ram_available_bytes": psutil.virtual_memory().available,
+        "shm_bytes": shm,
+        "paths": {k: redact_home(v, home) for k, v in paths.items()},
+        "disk_free_bytes": disk_free,
+        "windows_long_paths": windows_long_paths(plat.system),
+        "stdout_encoding": encoding.lower() if isinstance(encoding, str) else None,
+        "python": _python(deps),
+    }

@@ -1,0 +1,1 @@
+"""Renderers: a Diagnosis to text. They never probe; they only read the report."""

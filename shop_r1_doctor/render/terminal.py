@@ -1,0 +1,214 @@
+"""The human report, grouped by subject like `flutter doctor`.
+
+    [✓] System: Ubuntu 24.04.3 LTS x86_64, docker, Python 3.12.3
+    [✗] PyTorch 2.6.0+cu124: CUDA 12.4, 1 GPU visible
+        ✗ torch 2.6.0+cu124 has no kernels for sm_120 (NVIDIA GeForce RTX 5090)
+          fix: pip install torch --index-url https://download.pytorch.org/whl/cu128
+
+Marks: ✓ fine, ! warnings, ✗ errors, ☠ a probe of that subject crashed or timed out,
+- not probed. `verbose` adds every fact and each probe's timing. When the console
+cannot encode the symbols (GBK, cp1252), plain ASCII marks are used instead.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+from shop_r1_doctor.diagnose import Diagnosis
+from shop_r1_doctor.findings import Finding
+from shop_r1_doctor.render import facts_text as ft
+
+
+@dataclass(frozen=True)
+class Symbols:
+    ok: str
+    warning: str
+    error: str
+    crash: str
+    skipped: str
+    bullet: str
+    finding: dict[str, str]
+
+
+UNICODE = Symbols(
+    "[✓]", "[!]", "[✗]", "[☠]", "[-]", "•", {"error": "✗", "warning": "!", "info": "•"}
+)
+ASCII = Symbols(
+    "[OK]", "[!]", "[X]", "[CRASH]", "[-]", "-", {"error": "x", "warning": "!", "info": "-"}
+)
+COLORS = {"ok": "32", "warning": "33", "error": "31", "crash": "35", "skipped": "2"}
+
+
+def symbols_for(encoding: str | None) -> Symbols:
+    """UNICODE when every symbol encodes in `encoding`, else ASCII."""
+    sample = "".join([UNICODE.ok, UNICODE.error, UNICODE.crash, UNICODE.bullet, "→"])
+    try:
+        sample.encode(encoding or "ascii")
+    except (UnicodeEncodeError, LookupError):
+        return ASCII
+    return UNICODE
+
+
+@dataclass(frozen=True)
+class Group:
+    key: str
+    subjects: frozenset[str]  # Finding.subject values shown in this group
+    probes: tuple[str, ...]  # probe names (prefixes) whose status marks this group
+    headline: Callable[[dict[str, Any]], str]
+    facts: Callable[[dict[str, Any]], list[str]]
+
+
+GROUPS = (
+    Group(
+        "platform",
+        frozenset({"platform", "resources", "host", "env"}),
+        ("host", "env"),
+        ft.platform_headline,
+        ft.platform_facts,
+    ),
+    Group("gpu", frozenset({"gpu", "driver"}), ("gpu",), ft.gpu_headline, ft.gpu_facts),
+    Group(
+        "cuda-toolkit",
+        frozenset({"cuda-toolkit"}),
+        ("cuda_toolkit",),
+        ft.toolkit_headline,
+        ft.toolkit_facts,
+    ),
+    Group("torch", frozenset({"torch", "nccl"}), ("torch",), ft.torch_headline, ft.torch_facts),
+    Group(
+        "packages",
+        frozenset({"packages", "trl"}),
+        ("packages", "imports.deepspeed", "imports.apex"),
+        ft.packages_headline,
+        ft.packages_facts,
+    ),
+    Group(
+        "flash-attn",
+        frozenset({"flash-attn"}),
+        ("imports.flash_attn", "imports.flash_attn_interface"),
+        ft.flash_attn_headline,
+        ft.flash_attn_facts,
+    ),
+    Group("vllm", frozenset({"vllm"}), ("imports.vllm",), ft.vllm_headline, ft.vllm_facts),
+    Group("ray", frozenset({"ray"}), ("ray",), ft.ray_headline, ft.ray_facts),
+    Group("plan", frozenset({"plan"}), (), ft.plan_headline, ft.plan_facts),
+    Group("profile", frozenset({"profile"}), (), lambda snap: "Profile", lambda snap: []),
+    Group("doctor", frozenset({"doctor"}), (), ft.doctor_headline, ft.doctor_facts),
+)
+
+
+def _extra_group(subject: str) -> Group:
+    """A group for a finding subject this renderer has no headline for."""
+
+    def headline(snap: dict[str, Any]) -> str:
+        return subject.replace("-", " ").capitalize()
+
+    return Group(subject, frozenset({subject}), (), headline, lambda snap: [])
+
+
+def _probe_states(snapshot: dict[str, Any], names: tuple[str, ...]) -> list[str]:
+    probes = snapshot.get("probes")
+    if not isinstance(probes, dict):
+        return []
+    return [
+        str(rec.get("status"))
+        for name, rec in probes.items()
+        if isinstance(rec, dict) and any(name == n or name.startswith(n + ".") for n in names)
+    ]
+
+
+def _state(findings: list[Finding], probe_states: list[str]) -> str:
+    if any(s in ("crash", "timeout") for s in probe_states):
+        return "crash"
+    if any(f.severity == "error" for f in findings):
+        return "error"
+    if any(f.severity == "warning" for f in findings):
+        return "warning"
+    if probe_states and all(s == "skipped" for s in probe_states):
+        return "skipped"
+    return "ok"
+
+
+def _finding_lines(f: Finding, sym: Symbols, verbose: bool) -> list[str]:
+    lines = [f"    {sym.finding.get(f.severity, sym.bullet)} {f.title} [{f.code}]"]
+    if f.detail:
+        lines += [f"      {line}" for line in f.detail.splitlines() if line.strip()]
+    if f.fix:
+        lines.append(f"      fix: {f.fix}")
+    urls = f.urls if verbose else f.urls[:1]
+    lines += [f"      see: {u}" for u in urls]
+    return lines
+
+
+def render_terminal(
+    diagnosis: Diagnosis,
+    *,
+    verbose: bool = False,
+    encoding: str | None = "utf-8",
+    color: bool = False,
+) -> str:
+    sym = symbols_for(encoding)
+    snap = diagnosis.snapshot
+    by_group: dict[str, list[Finding]] = {}
+    known = {s: g.key for g in GROUPS for s in g.subjects}
+    extra: list[str] = []
+    for f in diagnosis.findings:
+        key = known.get(f.subject, f.subject)
+        if key not in known.values() and key not in extra:
+            extra.append(key)
+        by_group.setdefault(key, []).append(f)
+
+    out: list[str] = []
+    groups = list(GROUPS) + [_extra_group(k) for k in extra]
+    for group in groups:
+        findings = by_group.get(group.key, [])
+        states = _probe_states(snap, group.probes)
+        if group.key == "plan" and not findings and not isinstance(snap.get("plan"), dict):
+            continue
+        if group.key == "doctor" and not findings and not verbose:
+            continue
+        if group.key == "profile" and not findings and not diagnosis.profile:
+            continue
+        state = _state(findings, states)
+        mark = getattr(sym, state)
+        if color:
+            mark = f"\x1b[{COLORS[state]}m{mark}\x1b[0m"
+        headline = _profile_headline(diagnosis) if group.key == "profile" else group.headline(snap)
+        out.append(f"{mark} {headline}")
+        if verbose:
+            out += [f"    {sym.bullet} {line}" for line in group.facts(snap)]
+            out += [f"    {sym.bullet} {line}" for line in ft.probe_lines(snap, group.probes)]
+        for f in findings:
+            out += _finding_lines(f, sym, verbose)
+    out.append("")
+    out.append(summary_line(diagnosis))
+    text = "\n".join(out) + "\n"
+    # Finding text may hold characters the console lacks (≥, ×): replace, never crash.
+    if encoding:
+        try:
+            text.encode(encoding)
+        except UnicodeEncodeError:
+            text = text.encode(encoding, "replace").decode(encoding)
+        except LookupError:
+            pass
+    return text
+
+
+def _profile_headline(diagnosis: Diagnosis) -> str:
+    if not diagnosis.profile:
+        return "Profile: no shipped profile matches these GPUs"
+    reason = f" for {diagnosis.profile_reason}" if diagnosis.profile_reason else ""
+    return f"Profile {diagnosis.profile}{reason}"
+
+
+def summary_line(diagnosis: Diagnosis) -> str:
+    s = diagnosis.summary
+    profile = f" (profile: {diagnosis.profile})" if diagnosis.profile else ""
+    if not s.errors and not s.warnings:
+        return f"Doctor summary{profile}: no issues found."
+    parts = [f"{s.errors} error{'s' if s.errors != 1 else ''}"]
+    parts.append(f"{s.warnings} warning{'s' if s.warnings != 1 else ''}")
+    tail = " Fix the errors before training." if s.errors else ""
+    return f"Doctor summary{profile}: {', '.join(parts)}.{tail}"
