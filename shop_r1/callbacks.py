@@ -71,6 +71,7 @@ class SummaryCallback(TrainerCallback):
         self.gpu_name, self.n_gpus = gpu_name, n_gpus
         self.warmup_steps = warmup_steps
         self.start: float | None = None
+        self.end: float | None = None
         self.start_tokens = 0.0
         self.tokens = 0.0
         self.first: dict[str, float] = {}  # first and last logged loss / reward
@@ -78,22 +79,29 @@ class SummaryCallback(TrainerCallback):
         self.summary: dict[str, Any] = {}
 
     def on_step_end(self, args: Any, state: Any, control: Any, **kw: Any) -> None:
-        if state.global_step == self.warmup_steps:
+        # The clock stops at the last optimizer step, not at train end: the final
+        # checkpoint save (seconds for a 0.5B model + optimizer) is not training speed.
+        if state.global_step >= self.warmup_steps:
             _sync()
-            self.start, self.start_tokens = time.perf_counter(), self.tokens
+            self.end = time.perf_counter()
+        if state.global_step == self.warmup_steps:
+            self.start = self.end
 
     def on_log(self, args: Any, state: Any, control: Any, logs: Any = None, **kw: Any) -> None:
         logs = logs or {}
         if "num_tokens" in logs:
             self.tokens = float(logs["num_tokens"])
+            # The log of step N comes after its on_step_end: tokens through the warm-up
+            # step are known here, matching the clock started at that step's end.
+            if state.global_step == self.warmup_steps:
+                self.start_tokens = self.tokens
         for key in ("loss", "reward"):
             if key in logs:
                 self.first.setdefault(key, float(logs[key]))
                 self.last[key] = float(logs[key])
 
     def on_train_end(self, args: Any, state: Any, control: Any, **kw: Any) -> None:
-        _sync()
-        seconds = time.perf_counter() - self.start if self.start else None
+        seconds = self.end - self.start if self.start and self.end else None
         timed_tokens = self.tokens - self.start_tokens
         tps = timed_tokens / seconds if seconds and timed_tokens > 0 else None
         peak = peak_flops(self.gpu_name)

@@ -178,6 +178,13 @@ class GRPORunConfig(_RunConfig):
     vllm_gpu_memory_utilization: float | Auto = _f(
         "auto", "Share of GPU memory vLLM takes when colocated (auto: from a KV-cache estimate)."
     )
+    vllm_server_host: str = _f(
+        "127.0.0.1", "Address of the `trl vllm-serve` server (vllm_mode: server)."
+    )
+    vllm_server_port: int = _f(8000, "HTTP port of the `trl vllm-serve` server.")
+    vllm_group_port: int = _f(
+        51216, "Port of the NCCL group that pushes updated weights to the vLLM server."
+    )
 
     def _check(self) -> list[str]:
         errors = super()._check()
@@ -204,6 +211,17 @@ class GRPORunConfig(_RunConfig):
             errors.append(f"beta: must be >= 0, got {self.beta}")
         if not 0 < self.rouge_threshold <= 1:
             errors.append(f"rouge_threshold: must be in (0, 1], got {self.rouge_threshold}")
+        for name in ("vllm_server_port", "vllm_group_port"):
+            port = getattr(self, name)
+            if not 1 <= port <= 65535:
+                errors.append(f"{name}: must be a TCP port in [1, 65535], got {port}")
+        if self.vllm_server_port == self.vllm_group_port:
+            errors.append(
+                f"vllm_group_port: {self.vllm_group_port} is also vllm_server_port; "
+                "the weight-sync group needs its own port"
+            )
+        if not self.vllm_server_host:
+            errors.append("vllm_server_host: empty; give the server's address (e.g. 127.0.0.1)")
         vgm = self.vllm_gpu_memory_utilization
         if vgm != "auto" and not 0.05 <= vgm <= 0.95:
             errors.append(

@@ -115,30 +115,22 @@ def plan_section(cfg: _RunConfig, plan: AutoPlan, shape: ModelShape, n_rows: int
         if plan.use_vllm:
             section["vllm_mode"] = plan.vllm_mode
             section["vllm_gpu_memory_utilization"] = plan.vllm_gpu_memory_utilization
+            if plan.vllm_mode == "server":  # the doctor checks the client's address
+                section["vllm_server_host"] = cfg.vllm_server_host
+                section["vllm_server_port"] = cfg.vllm_server_port
+                section["vllm_group_port"] = cfg.vllm_group_port
     return section
 
 
 def trainer_findings(
     cfg: _RunConfig, plan: AutoPlan, shape: ModelShape, n_rows: int
 ) -> list[Finding]:
-    """The trainer's own checks (the doctor's cover the environment)."""
+    """The trainer's own checks (the doctor's cover the environment and the plan)."""
+    # A dataset smaller than one batch (TRAINER_ZERO_STEPS_TINY_DATASET) is the doctor's
+    # plan check: it reads dataset_rows and the batch sizes from plan_section, for SFT
+    # (one effective batch) and GRPO (prompts per generation batch: TRL's sampler drops
+    # an incomplete one). Checking it here too printed the same error twice.
     found = []
-    per_step = cfg.global_batch_size
-    unit = "rows"
-    if isinstance(cfg, GRPORunConfig):
-        per_step, unit = cfg.global_batch_size // cfg.num_generations, "prompts"
-    if n_rows < per_step:
-        found.append(
-            Finding(
-                code="TRAINER_ZERO_STEPS_TINY_DATASET",
-                severity="error",
-                title=f"{n_rows} training {unit} < one optimizer step ({per_step} {unit})",
-                detail="The run would take 0 optimizer steps and save an untouched model.",
-                fix="add data, or lower global_batch_size (e.g. --global-batch-size "
-                f"{max(1, n_rows)})",
-                subject="trainer",
-            )
-        )
     out = Path(cfg.output_dir).resolve()
     probe = next((p for p in [out, *out.parents] if p.exists()), None)
     if probe is not None:

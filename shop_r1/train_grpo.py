@@ -48,6 +48,12 @@ def trl_config(cfg: GRPORunConfig, plan: AutoPlan) -> Any:
         vllm["vllm_mode"] = plan.vllm_mode
         if plan.vllm_mode == "colocate" and plan.vllm_gpu_memory_utilization:
             vllm["vllm_gpu_memory_utilization"] = plan.vllm_gpu_memory_utilization
+        if plan.vllm_mode == "server":
+            vllm.update(
+                vllm_server_host=cfg.vllm_server_host,
+                vllm_server_port=cfg.vllm_server_port,
+                vllm_group_port=cfg.vllm_group_port,
+            )
     return GRPOConfig(
         **common_training_kwargs(cfg, plan),
         num_generations=cfg.num_generations,

@@ -60,6 +60,7 @@ def parse_arch_list(text: str) -> tuple[tuple[CC, ...], bool]:
             ptx = True
             token = token[: -len("+PTX")]
         major, _, minor = token.partition(".")
+        minor = minor.rstrip("af")  # 9.0a / 10.0f: arch-specific variants of sm_90 / sm_100
         if major.isdigit() and minor.isdigit():
             archs.append((int(major), int(minor)))
     return tuple(archs), ptx

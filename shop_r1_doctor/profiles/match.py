@@ -14,6 +14,7 @@ from packaging.version import Version
 
 from shop_r1_doctor.facts import Facts, cc_tuple, parse_version
 from shop_r1_doctor.findings import Finding, Severity
+from shop_r1_doctor.profiles.check import arch_covers, parse_arch_list
 from shop_r1_doctor.profiles.model import Profile, load_profiles
 
 CODE = "PROFILE_DEVIATION"
@@ -157,13 +158,23 @@ def deviations(facts: Facts, profile: Profile) -> list[Finding]:
 
     for name, value in sorted(profile.env.items()):
         have_env = facts.env_value(name)
-        if have_env is not None and have_env != value:
-            add(
-                "info",
-                f"{name}={have_env!r} where profile {profile.name} sets {value!r}",
-                f"export {name}={shlex.quote(value)}",
-            )
+        if have_env is None or have_env == value:
+            continue
+        if name == "TORCH_CUDA_ARCH_LIST" and _arch_list_covers(have_env, value):
+            continue  # e.g. '9.0a' builds everything '9.0' does, for the same GPUs
+        add(
+            "info",
+            f"{name}={have_env!r} where profile {profile.name} sets {value!r}",
+            f"export {name}={shlex.quote(value)}",
+        )
     return out
+
+
+def _arch_list_covers(have: str, want: str) -> bool:
+    """Whether builds with arch list `have` run on every arch `want` names."""
+    have_archs, have_ptx = parse_arch_list(have)
+    want_archs, _ = parse_arch_list(want)
+    return bool(have_archs) and all(arch_covers(have_archs, cc, have_ptx) for cc in want_archs)
 
 
 def _torch_variant(facts: Facts, version: Version) -> str:

@@ -83,10 +83,14 @@ COLOCATE = {**GRPO, "use_vllm": True, "vllm_mode": "colocate", "vllm_gpu_memory_
 VLLM_OK = {"packages": {"vllm": pkg("0.22.0", "torch==2.11.0")}}
 
 CASES: list[tuple[str, dict[str, Any]]] = [
-    ("DRIVER_TOO_OLD_FOR_TORCH_CUDA", {"driver": {"version": "550.54.14", "cuda_version": "12.4"}}),
+    # On bare metal (the recorded H100 VM carries /.dockerenv: a container case below).
     (
         "DRIVER_TOO_OLD_FOR_TORCH_CUDA",
-        {"driver": {"version": "535.104.05", "cuda_version": DELETE}},
+        {"host": {"container": None}, "driver": {"version": "550.54.14", "cuda_version": "12.4"}},
+    ),
+    (
+        "DRIVER_TOO_OLD_FOR_TORCH_CUDA",
+        {"host": {"container": None}, "driver": {"version": "535.104.05", "cuda_version": DELETE}},
     ),
     (
         "CONTAINER_CUDA_GT_HOST_DRIVER",

@@ -1,8 +1,12 @@
 """Run configs: shipped YAML loads, unknown keys fail with file:line, precedence, all errors at once."""
 
+import subprocess
+import sys
+import time
 from pathlib import Path
 
 import pytest
+from typer.testing import CliRunner
 
 from shop_r1.config import (
     CONFIG_CLASSES,
@@ -12,16 +16,53 @@ from shop_r1.config import (
     parse_set,
     render_config,
 )
+from shop_r1_doctor.cli.main import app
 from shop_r1_doctor.errors import ToolError
 
 SHIPPED = Path(__file__).resolve().parents[2] / "shop_r1" / "configs"
 
 
-@pytest.mark.parametrize("command", sorted(CONFIG_CLASSES))
-def test_every_shipped_yaml_loads(command):
-    cfg, source = load_config(command, yaml_path=SHIPPED / f"{command}.yaml")
+def _command_of(path: Path) -> str:
+    """A shipped config is named for its command: sft.yaml, grpo_long.yaml, ..."""
+    command = path.stem.replace("-", "_").split("_")[0]
+    assert command in CONFIG_CLASSES, f"{path.name}: name it <{'|'.join(CONFIG_CLASSES)}>*.yaml"
+    return command
+
+
+def test_every_command_ships_an_example_config():
+    assert {_command_of(p) for p in SHIPPED.glob("*.yaml")} == set(CONFIG_CLASSES)
+
+
+@pytest.mark.parametrize("path", sorted(SHIPPED.glob("*.yaml")), ids=lambda p: p.name)
+def test_every_shipped_yaml_loads(path):
+    command = _command_of(path)
+    cfg, source = load_config(command, yaml_path=path)
     assert isinstance(cfg, CONFIG_CLASSES[command])
-    assert source and all(v.endswith(f"{command}.yaml") for v in source.values())
+    assert source and all(v == str(path) for v in source.values())
+    # and through the real command line, as a user would pass it
+    result = CliRunner().invoke(app, ["train", command, "--config", str(path), "--print-config"])
+    assert result.exit_code == 0, result.output
+    assert f"# {CONFIG_CLASSES[command].__name__}" in result.output
+
+
+@pytest.mark.parametrize("command", sorted(CONFIG_CLASSES))
+def test_help_is_fast_and_imports_no_training_stack(command):
+    # `--help` must not pay for torch/transformers/trl (seconds; broken installs crash)
+    code = (
+        "import sys; from typer.testing import CliRunner; "
+        "from shop_r1_doctor.cli.main import app; "
+        f"r = CliRunner().invoke(app, ['train', '{command}', '--help']); "
+        "heavy = [m for m in ('torch', 'transformers', 'trl', 'datasets', 'vllm') "
+        "if m in sys.modules]; "
+        "print(r.exit_code, heavy, '--config' in r.output)"
+    )
+    start = time.perf_counter()
+    out = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, check=True, timeout=60
+    )
+    seconds = time.perf_counter() - start
+    assert out.stdout.split() == ["0", "[]", "True"], out.stdout + out.stderr
+    assert seconds < 5.0  # ~0.2 s here; the bound only catches a heavy import creeping in
 
 
 def test_unknown_key_names_file_line_and_key(tmp_path):

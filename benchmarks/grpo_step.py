@@ -1,0 +1,281 @@
+"""GRPO step time and the rollout (generation) share of it, on the shop-r1 trainer path.
+
+A random-init model with the REAL Qwen2.5 config (no download), synthetic Shop-R1
+sessions turned into RL rows by `shop_r1.data`, the plan from `shop_r1.autoconfig`, the
+real Shop-R1 reward functions, and TRL's `GRPOTrainer` generating with transformers
+(`use_vllm: off`; vLLM is not installed on the benchmark machine).
+
+How the time is split, without touching TRL: the policy is loaded as a subclass of its
+own model class whose `generate` is timed (TRL calls `model.generate` for every rollout
+on the transformers path), and a TrainerCallback times each optimizer step
+(`on_step_begin` -> `on_step_end`, CUDA-synchronised). rest = step - generate: reward
+functions, old/reference log-probs, forward/backward and the optimizer step.
+
+A random-init model rarely samples EOS, so every completion runs to
+max_completion_length: the rollout figures are the worst case for that length.
+
+    python benchmarks/grpo_step.py --model-shape 0.5b --steps 5      # H100
+    python benchmarks/grpo_step.py --model-shape tiny --steps 3      # CPU smoke test
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import statistics
+import sys
+import tempfile
+import time
+from pathlib import Path
+from typing import Any
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from sft_speed import _config_dict, _snapshot  # same folder: shared helpers
+
+
+def _sync() -> None:
+    import torch
+
+    if torch.cuda.is_available():
+        torch.cuda.synchronize()
+
+
+def timed_generate_class(base: type) -> type:
+    """`base` with a `generate` that records (seconds, sequences, new tokens) per call."""
+
+    class TimedGenerate(base):  # type: ignore[misc, valid-type]
+        def generate(self, *args: Any, **kwargs: Any) -> Any:
+            _sync()
+            start = time.perf_counter()
+            out = super().generate(*args, **kwargs)
+            _sync()
+            prompt = kwargs.get("input_ids", args[0] if args else None)
+            new = out.shape[1] - (prompt.shape[1] if prompt is not None else 0)
+            self.__dict__.setdefault("rollouts", []).append(
+                (time.perf_counter() - start, out.shape[0], new)
+            )
+            return out
+
+    TimedGenerate.__name__ = base.__name__  # TRL and transformers log the class name
+    return TimedGenerate
+
+
+def step_timer(model: Any) -> Any:
+    """A TrainerCallback recording, per optimizer step, total and generate seconds."""
+    from transformers import TrainerCallback
+
+    class StepTimer(TrainerCallback):
+        def __init__(self) -> None:
+            self.steps: list[dict[str, float]] = []
+            self._start = 0.0
+            self._seen = 0
+
+        def on_step_begin(self, args: Any, state: Any, control: Any, **kw: Any) -> None:
+            _sync()
+            self._start = time.perf_counter()
+            self._seen = len(model.__dict__.get("rollouts", []))
+
+        def on_step_end(self, args: Any, state: Any, control: Any, **kw: Any) -> None:
+            _sync()
+            total = time.perf_counter() - self._start
+            calls = model.__dict__.get("rollouts", [])[self._seen :]
+            gen = sum(c[0] for c in calls)
+            tokens = sum(c[1] * c[2] for c in calls)
+            self.steps.append(
+                {"step_s": total, "generate_s": gen, "rest_s": total - gen, "gen_tokens": tokens}
+            )
+
+    return StepTimer()
+
+
+def run(args: argparse.Namespace) -> dict[str, Any]:
+    import torch
+    from datasets import Dataset
+    from trl import GRPOTrainer
+
+    from shop_r1 import _compat, train_grpo, train_sft
+    from shop_r1.autoconfig import decide, render_text
+    from shop_r1.callbacks import BindPolicyCallback, SummaryCallback
+    from shop_r1.config import GRPORunConfig
+    from shop_r1.data.prompts import rl_rows
+    from shop_r1.data.synth import generate_sessions
+    from shop_r1.preflight import longest_row_tokens
+    from shop_r1.tiny import model_from_config_dict, train_tokenizer
+    from shop_r1_doctor.memory import ModelShape
+
+    prompts_per_step = args.global_batch // args.num_generations
+    sessions = generate_sessions(max(8, prompts_per_step * args.steps // 3 + 4), seed=0)
+    rows = rl_rows(sessions, context="full", max_tokens=args.prompt_tokens)
+    rows = (rows * (1 + prompts_per_step * args.steps // len(rows)))[
+        : prompts_per_step * args.steps
+    ]
+    cfg_dict = _config_dict(args.model_shape)
+    shape = ModelShape.from_config_dict(cfg_dict)
+    texts = [m["content"] for r in rows[:200] for m in r["prompt"]]
+    tokenizer = train_tokenizer(texts, vocab_size=min(4000, shape.vocab))
+    # ids the model samples beyond the tokenizer's vocabulary decode to nothing: harmless
+    cfg_dict.update(
+        eos_token_id=tokenizer.eos_token_id, pad_token_id=tokenizer.pad_token_id, bos_token_id=None
+    )
+    out = tempfile.mkdtemp(prefix="grpo_step_")
+    cfg = GRPORunConfig(
+        model=str(Path(out) / "init"),
+        data="synthetic",
+        output_dir=out,
+        max_steps=args.steps,
+        global_batch_size=args.global_batch,
+        num_generations=args.num_generations,
+        max_completion_length=args.max_completion_length,
+        max_prompt_tokens=args.prompt_tokens,
+        beta=args.beta,
+        use_vllm="off",
+        report_to="none",
+        logging_steps=1,
+        save_steps=10**6,
+    )
+    prompt_len = longest_row_tokens(rows, tokenizer)
+    plan = decide(
+        _snapshot(),
+        cfg,
+        shape,
+        seq_len=prompt_len,
+        trl_fused_lm_head=_compat.trl_has_fused_lm_head(),
+    )
+    print(render_text(plan), file=sys.stderr)
+
+    # saved once so TRL can load the frozen reference model from the same path (beta > 0)
+    init = model_from_config_dict(cfg_dict, dtype=train_sft.torch_dtype(plan))
+    init.generation_config.update(
+        eos_token_id=tokenizer.eos_token_id, pad_token_id=tokenizer.pad_token_id
+    )
+    init.save_pretrained(cfg.model)
+    model = timed_generate_class(type(init)).from_pretrained(
+        cfg.model,
+        attn_implementation=plan.attn_implementation,
+        **_compat.dtype_kwarg(train_sft.torch_dtype(plan)),
+    )
+    del init
+    cuda = torch.cuda.is_available()
+    gpu_name = torch.cuda.get_device_name(0) if cuda else None
+    rewards = train_grpo.build_rewards(cfg)
+    timer = step_timer(model)
+    summary = SummaryCallback(shape, plan.seq_len, gpu_name=gpu_name, warmup_steps=args.warmup)
+    trainer = GRPOTrainer(
+        model=model,
+        args=train_grpo.trl_config(cfg, plan),
+        reward_funcs=rewards,
+        train_dataset=Dataset.from_list(
+            [{"prompt": r["prompt"], "gold_action": r["gold_action"]} for r in rows]
+        ),
+        processing_class=tokenizer,
+        callbacks=[
+            BindPolicyCallback([r for r in rewards if hasattr(r, "bind")], tokenizer),
+            summary,
+            timer,
+        ],
+    )
+    if cuda:
+        torch.cuda.reset_peak_memory_stats()
+    trainer.train()
+    timed = timer.steps[args.warmup :]
+    step_s = sum(s["step_s"] for s in timed)
+    gen_s = sum(s["generate_s"] for s in timed)
+    return {
+        "model_shape": args.model_shape,
+        "device": gpu_name or "cpu",
+        "plan": {
+            "attn_implementation": plan.attn_implementation,
+            "dtype": plan.dtype,
+            "master_weights": plan.master_weights,
+            "micro_batch_size": plan.micro_batch_size,
+            "gradient_accumulation_steps": plan.gradient_accumulation_steps,
+            "gradient_checkpointing": plan.gradient_checkpointing,
+            "generation_batch_size": plan.generation_batch_size,
+        },
+        "global_batch": args.global_batch,
+        "num_generations": args.num_generations,
+        "max_completion_length": args.max_completion_length,
+        "longest_prompt_tokens": prompt_len,
+        "beta": args.beta,
+        "warmup_steps": args.warmup,
+        "steps": timer.steps,
+        "mean_step_s": step_s / len(timed),
+        "median_step_s": statistics.median(s["step_s"] for s in timed),
+        "mean_generate_s": gen_s / len(timed),
+        "rollout_share": gen_s / step_s,
+        "gen_tokens_per_s": sum(s["gen_tokens"] for s in timed) / gen_s if gen_s else None,
+        "train_tokens_per_s": summary.summary.get("tokens_per_s"),
+        "peak_memory_gib": summary.summary.get("peak_memory_gib"),
+    }
+
+
+def print_table(r: dict[str, Any]) -> None:
+    p = r["plan"]
+    print(
+        f"\nGRPO step: Qwen2.5-{r['model_shape']} shape on {r['device']}, "
+        f"{r['global_batch']} completions/step ({r['global_batch'] // r['num_generations']} "
+        f"prompts x {r['num_generations']}), completions <= {r['max_completion_length']} tokens, "
+        f"longest prompt {r['longest_prompt_tokens']} tokens, beta {r['beta']}\n"
+        f"plan: {p['attn_implementation']}, {p['dtype']} ({p['master_weights']} weights), "
+        f"mb {p['micro_batch_size']} x ga {p['gradient_accumulation_steps']}, ckpt "
+        f"{p['gradient_checkpointing']}, generation batch {p['generation_batch_size']}, "
+        "transformers generate()"
+    )
+    head = f"{'step':<12} {'step s':>8} {'generate s':>11} {'rest s':>8} {'rollout':>8} {'gen tok/s':>10}"
+    print(head + "\n" + "-" * len(head))
+    for i, s in enumerate(r["steps"], start=1):
+        label = f"{i}{' (warm-up)' if i <= r['warmup_steps'] else ''}"
+        tps = s["gen_tokens"] / s["generate_s"] if s["generate_s"] else 0
+        share = s["generate_s"] / s["step_s"]
+        print(
+            f"{label:<12} {s['step_s']:>8.2f} {s['generate_s']:>11.2f} {s['rest_s']:>8.2f} "
+            f"{share:>8.1%} {tps:>10,.0f}"
+        )
+    gen_tps = r["gen_tokens_per_s"] or 0
+    rest = r["mean_step_s"] - r["mean_generate_s"]
+    print("-" * len(head))
+    print(
+        f"{'mean (timed)':<12} {r['mean_step_s']:>8.2f} {r['mean_generate_s']:>11.2f} "
+        f"{rest:>8.2f} {r['rollout_share']:>8.1%} {gen_tps:>10,.0f}"
+    )
+    peak = r["peak_memory_gib"]
+    print(
+        f"\nrollout share of the step: {r['rollout_share']:.1%}; train tokens/s "
+        f"{r['train_tokens_per_s'] or 0:,.0f}; peak memory {peak if peak is not None else 'n/a'} GiB"
+    )
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
+    ap.add_argument("--model-shape", default="0.5b", choices=["tiny", "0.5b", "1.5b", "3b"])
+    ap.add_argument("--steps", type=int, default=5)
+    ap.add_argument("--warmup", type=int, default=1, help="Steps left out of the means.")
+    ap.add_argument("--global-batch", type=int, default=None, help="Completions per step.")
+    ap.add_argument("--num-generations", type=int, default=None)
+    ap.add_argument("--max-completion-length", type=int, default=None)
+    ap.add_argument("--prompt-tokens", type=int, default=None, help="max_prompt_tokens.")
+    ap.add_argument("--beta", type=float, default=0.001, help="KL coefficient (0: no ref model).")
+    ap.add_argument("--json-out", default="", help="Also write the results as JSON here.")
+    args = ap.parse_args()
+    tiny = args.model_shape == "tiny"
+    # paper-shaped defaults on a GPU (64 = 8 prompts x 8); a seconds-long smoke run on CPU
+    for name, gpu, cpu in [
+        ("global_batch", 64, 8),
+        ("num_generations", 8, 4),
+        ("max_completion_length", 256, 16),
+        ("prompt_tokens", 1024, 200),
+    ]:
+        if getattr(args, name) is None:
+            setattr(args, name, cpu if tiny else gpu)
+    if args.steps <= args.warmup:
+        ap.error(f"--steps must exceed --warmup ({args.warmup}) to time anything")
+    result = run(args)
+    print_table(result)
+    if args.json_out:
+        Path(args.json_out).write_text(json.dumps(result, indent=2) + "\n", encoding="utf-8")
+
+
+if __name__ == "__main__":
+    main()
