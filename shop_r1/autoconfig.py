@@ -19,9 +19,11 @@ from shop_r1_doctor.memory import (
     vllm_memory_fraction,
 )
 
-# Below this learning rate most AdamW updates are smaller than half a bf16 ulp of a
-# typical weight (|w| ~ 0.02, 8-bit mantissa) and vanish: keep fp32 master weights.
-BF16_MIN_LR = 1e-5
+# Below this learning rate most AdamW updates (~lr per step) are smaller than half a
+# bf16 ulp of a typical weight (|w| ~ 0.02: ulp 2^-13 ~ 1.2e-4, half ~ 6e-5) and round
+# away: keep fp32 master weights (bf16 autocast compute). The paper's SFT lr 2e-5 and
+# GRPO lr 1e-7 are both far below it.
+BF16_MIN_LR = 1e-4
 MAX_MICRO_BATCH = 64
 CPU_MEMORY_SHARE = 0.5  # of host RAM, when training on the CPU
 

@@ -16,7 +16,7 @@ from transformers import TrainerCallback
 from shop_r1_doctor.memory import GIB, ModelShape, flops_per_token
 
 # Dense bf16 (fp16 on Turing) tensor-core peak per GPU, TFLOP/s, from vendor datasheets;
-# the MFU convention is in /work/shared/research/performance.md.
+# the MFU convention is in ../shared/research/performance.md.
 PEAK_TFLOPS = {
     "H200": 989.0,
     "H100": 989.0,

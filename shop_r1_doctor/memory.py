@@ -2,7 +2,7 @@
 
 Used by the doctor (MODEL_TOO_LARGE_FOR_GPU, TRL_COLOCATE_MEMORY_BUDGET) and by the
 trainer's auto-configuration. Calibrated on one H100 with random-init Qwen2.5 shapes
-(`/work/shared/research/performance.md`): 0.5B, seq 2048 x 8, fp32 master weights +
+(`../shared/research/performance.md`): 0.5B, seq 2048 x 8, fp32 master weights +
 bf16 autocast, full logits: measured 63 GiB peak (model 63.4); with gradient
 checkpointing 39.8 GiB (model 40.8).
 

@@ -1,9 +1,99 @@
-"""`shop-r1 eval` (placeholder until its owner fills it in)."""
+"""`shop-r1 eval`: predictions from a local model or an OpenAI-compatible endpoint, scored."""
 
 from __future__ import annotations
+
+import os
+from pathlib import Path
 
 import typer
 
 
 def register(app: typer.Typer) -> None:
     """Add this group's command(s) to the root app."""
+    app.command("eval")(eval_command)
+
+
+def eval_command(
+    data: Path = typer.Option(..., "--data", help="Sessions file (JSONL or parquet)."),
+    output_dir: Path = typer.Option(
+        ..., "--output-dir", help="Writes predictions.jsonl, metrics.json, report.md here."
+    ),
+    model: str | None = typer.Option(
+        None, "--model", help="Local checkpoint directory or Hub id (batched generate())."
+    ),
+    endpoint: str | None = typer.Option(
+        None, "--endpoint", help="OpenAI-compatible server, e.g. http://127.0.0.1:8000/v1."
+    ),
+    served_model: str | None = typer.Option(
+        None, "--served-model", help="Model name the endpoint serves (vLLM --served-model-name)."
+    ),
+    api_key_env: str = typer.Option(
+        "OPENAI_API_KEY", "--api-key-env", help="Env var holding the endpoint's API key."
+    ),
+    split: str = typer.Option("test", "--split", help="test | train | all (split by session)."),
+    test_fraction: float = typer.Option(
+        0.1, "--test-fraction", help="Share of sessions held out; must match training."
+    ),
+    seed: int = typer.Option(0, "--seed", help="Split seed; must match training."),
+    context: str = typer.Option("full", "--context", help="full (whole session) | latest."),
+    max_prompt_tokens: int | None = typer.Option(
+        None, "--max-prompt-tokens", help="Prompt token budget; use training's value."
+    ),
+    max_new_tokens: int = typer.Option(256, "--max-new-tokens"),
+    batch_size: int = typer.Option(16, "--batch-size", help="Local model: prompts per batch."),
+    concurrency: int = typer.Option(8, "--concurrency", help="Endpoint: requests in flight."),
+    retries: int = typer.Option(3, "--retries", help="Endpoint: extra attempts per request."),
+    timeout: float = typer.Option(60.0, "--timeout", help="Endpoint: seconds per request."),
+    limit: int | None = typer.Option(None, "--limit", help="Evaluate only the first N steps."),
+    lenient: bool = typer.Option(
+        False, "--lenient", help="Parse the first JSON object in the output (default: strict)."
+    ),
+    device: str = typer.Option("auto", "--device", help="Local model: auto | cpu | cuda[:N]."),
+) -> None:
+    """Generate next-action predictions for held-out steps and score them like the paper."""
+    from rich.console import Console
+    from rich.progress import Progress
+
+    from shop_r1.eval import EvalOptions, run_eval
+
+    opts = EvalOptions(
+        data=data,
+        output_dir=output_dir,
+        model=model,
+        endpoint=endpoint,
+        served_model=served_model,
+        api_key=os.environ.get(api_key_env) or None,
+        split=split,
+        context=context,
+        max_prompt_tokens=max_prompt_tokens,
+        max_new_tokens=max_new_tokens,
+        batch_size=batch_size,
+        concurrency=concurrency,
+        retries=retries,
+        timeout=timeout,
+        limit=limit,
+        strict=not lenient,
+        test_fraction=test_fraction,
+        seed=seed,
+        device=device,
+    )
+    opts.check()
+    console = Console(stderr=True)
+    with Progress(console=console, transient=True) as progress:
+        task = progress.add_task("generating", total=None)
+        result = run_eval(opts, on_done=lambda n: progress.advance(task, n))
+    m = result.metrics
+    typer.echo(
+        f"n={m['n']}  exact={m['exact_match']:.2%}  type_acc={m['type_accuracy']:.2%}  "
+        f"macro_f1={m['type_macro_f1']:.2%}  parse_fail={m['parse_failure_rate']:.2%}"
+    )
+    for name, t in m["per_type"].items():
+        typer.echo(
+            f"  {name:<16} support={t['support']:<5} P={t['precision']:.2%} "
+            f"R={t['recall']:.2%} F1={t['f1']:.2%} exact={t['exact_match']:.2%} "
+            f"predicted_share={m['prediction_mix'].get(name, 0.0):.2%}"
+        )
+    failures = result.meta.get("request_failures", 0)
+    if failures:
+        typer.echo(f"warning: {failures} request(s) failed after retries (counted as wrong)")
+    typer.echo(f"wrote {output_dir}/predictions.jsonl, metrics.json, report.md")

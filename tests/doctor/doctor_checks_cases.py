@@ -374,8 +374,8 @@ CASES: list[tuple[str, dict[str, Any]]] = [
     (
         "DISK_FULL_AT_CHECKPOINT",
         {
-            "host": {"disk_free_bytes": {"/work": 5 * GIB}},
-            "plan": {**GRPO, "output_dir": "/work/runs/grpo", "model_params": 3_090_000_000},
+            "host": {"disk_free_bytes": {"/srv": 5 * GIB}},
+            "plan": {**GRPO, "output_dir": "/srv/runs/grpo", "model_params": 3_090_000_000},
         },
     ),
     (

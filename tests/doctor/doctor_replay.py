@@ -141,11 +141,11 @@ def pin_volatile(snap: dict[str, Any], machine: str, tmp_path: Path) -> dict[str
     host["shm_bytes"] = df["/dev/shm"][0]
     host["stdout_encoding"] = "utf-8"
     root_free = df["/"][1]
-    host["paths"] = {"cwd": "/work/shop-r1", "temp": "/tmp", "hf_cache": "~/.cache/huggingface/hub"}
+    host["paths"] = {"cwd": "/srv/shop-r1", "temp": "/tmp", "hf_cache": "~/.cache/huggingface/hub"}
     host["disk_free_bytes"] = {p: root_free for p in host["paths"].values()}
     snap["created"] = "2026-11-21T19:30:00Z"
     for rec in snap["probes"].values():
         rec["seconds"] = 0.0
     snap["probes_seconds"] = 0.0
-    text = json.dumps(snap).replace(str(tmp_path), "/work/shop-r1")
+    text = json.dumps(snap).replace(str(tmp_path), "/srv/shop-r1")
     return json.loads(text)

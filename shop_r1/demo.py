@@ -1,0 +1,276 @@
+"""The whole pipeline on synthetic sessions: data -> tokenizer -> random-init model ->
+eval -> SFT -> eval -> GRPO -> eval, ending with a before / SFT / SFT+GRPO table.
+
+`shop-r1 demo` runs it tiny on a CPU; `benchmarks/learning.py` runs it bigger on a GPU.
+Training goes through the trainer's own path (auto-configuration from a fast doctor
+snapshot, then `train_sft.train` / `train_grpo.train`), so the demo exercises what
+`shop-r1 train` does, not a copy of it.
+"""
+
+from __future__ import annotations
+
+import json
+import time
+from collections.abc import Callable
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Any
+
+STAGES = ("before SFT", "SFT", "SFT + GRPO")
+
+
+@dataclass
+class PipelineConfig:
+    """Sizes for one run; the defaults are the CPU demo (< 10 min on 2 cores)."""
+
+    output_dir: str = "runs/demo"
+    sessions: int = 240
+    seed: int = 0
+    test_fraction: float = 0.1
+    context: str = "latest"  # full context is the paper's best, but 4x longer prompts on a CPU
+    max_prompt_tokens: int | None = 320  # approx tokens (4 chars each) of the user message
+    eval_limit: int | None = 128  # held-out steps scored per stage
+    # model + tokenizer (trained from scratch on the training sessions)
+    vocab_size: int = 1024
+    hidden: int = 128
+    layers: int = 2
+    heads: int = 4
+    kv_heads: int = 2
+    intermediate: int = 384
+    # SFT
+    sft_steps: int = 800
+    sft_batch: int = 8
+    sft_lr: float = 3e-3
+    # GRPO
+    grpo_steps: int = 20
+    grpo_batch: int = 16  # completions per step
+    grpo_generations: int = 4
+    grpo_lr: float = 5e-5
+    grpo_beta: float = 0.001  # paper; KL to the SFT checkpoint
+    max_new_tokens: int | None = None  # None: longest gold completion + 16 tokens
+    eval_batch: int = 32
+    use_vllm: str = "off"  # small models: vLLM start-up costs more than it saves
+    threads: int | None = 2  # torch intra-op threads on CPU (None: torch's default)
+    extra: dict[str, Any] = field(default_factory=dict)
+
+
+def _log(msg: str) -> None:
+    print(msg, flush=True)
+
+
+def run_pipeline(cfg: PipelineConfig, *, log: Callable[[str], None] = _log) -> dict[str, Any]:
+    """Run every stage; write `results.json` and `report.md`; return the results."""
+    import torch
+
+    from shop_r1 import train_grpo, train_sft
+    from shop_r1.autoconfig import decide, render_text
+    from shop_r1.config import GRPORunConfig, SFTRunConfig
+    from shop_r1.data.prompts import rl_rows, sft_rows
+    from shop_r1.data.split import split_by_session
+    from shop_r1.data.synth import generate_sessions
+    from shop_r1.eval import evaluate_model, rows_from_sessions, write_outputs
+    from shop_r1.generate import chat_ids
+    from shop_r1.tiny import make_tiny_model_and_tokenizer
+    from shop_r1_doctor.memory import ModelShape
+    from shop_r1_doctor.probes.collect import collect_snapshot
+
+    started = time.perf_counter()
+    timings: dict[str, float] = {}
+    out = Path(cfg.output_dir)
+    out.mkdir(parents=True, exist_ok=True)
+    if cfg.threads:
+        torch.set_num_threads(cfg.threads)
+    _quiet_libraries()
+    torch.manual_seed(cfg.seed)
+
+    # data: split by session, so no held-out step was seen in training
+    t = time.perf_counter()
+    sessions = generate_sessions(cfg.sessions, seed=cfg.seed)
+    train, test = split_by_session(sessions, cfg.test_fraction, cfg.seed)
+    prompt_kw: dict[str, Any] = {"context": cfg.context, "max_tokens": cfg.max_prompt_tokens}
+    sft = sft_rows(train, **prompt_kw)
+    rl = rl_rows(train, **prompt_kw)
+    held_out = rows_from_sessions(test, limit=cfg.eval_limit, **prompt_kw)
+    log(
+        f"data: {len(train)} train / {len(test)} test sessions, {len(sft)} SFT rows, "
+        f"{len(held_out)} held-out steps scored"
+    )
+
+    # tokenizer + model from scratch: nothing is downloaded. A few thousand rows show
+    # the tokenizer every HTML pattern; all of them would only slow BPE training down.
+    sample = sft[:: max(1, len(sft) // 3000)]
+    texts = [m["content"] for r in sample for m in r["prompt"] + r["completion"]]
+    model, tokenizer = make_tiny_model_and_tokenizer(
+        texts,
+        vocab_size=cfg.vocab_size,
+        hidden=cfg.hidden,
+        layers=cfg.layers,
+        heads=cfg.heads,
+        kv_heads=cfg.kv_heads,
+        intermediate=cfg.intermediate,
+        seed=cfg.seed,
+    )
+    shape = ModelShape.from_config_dict(model.config.to_dict())
+    # Longest row over an even sample, plus headroom: max_length must never cut a completion.
+    probe = sft[:: max(1, len(sft) // 2000)]
+    lengths = [
+        len(chat_ids(tokenizer, r["prompt"] + r["completion"], add_generation_prompt=False))
+        for r in probe
+    ]
+    seq_len = int(max(lengths) * 1.15) + 32
+    # Generation must be able to finish the longest answer, or outputs are cut mid-JSON.
+    longest_answer = max(len(tokenizer(r["completion"][0]["content"])["input_ids"]) for r in probe)
+    max_new = cfg.max_new_tokens or longest_answer + 16
+    log(
+        f"model: {shape.params / 1e6:.2f}M params, vocab {len(tokenizer)}, longest sampled "
+        f"SFT row {max(lengths)} tokens, answer {longest_answer}; generating <= {max_new}"
+    )
+    snapshot = collect_snapshot(fast=True)
+    device = "cuda" if torch.cuda.is_available() else "cpu"
+    model.to(device)
+    timings["setup_s"] = time.perf_counter() - t
+
+    results: dict[str, Any] = {"config": asdict(cfg), "params": shape.params, "stages": {}}
+
+    def evaluate(stage: str, slug: str) -> None:
+        t0 = time.perf_counter()
+        res = evaluate_model(
+            model, tokenizer, held_out, max_new_tokens=max_new, batch_size=cfg.eval_batch
+        )
+        res.meta.update(stage=stage, context=cfg.context, split="test")
+        write_outputs(res, out / f"eval-{slug}", title=f"shop-r1 demo: {stage}")
+        results["stages"][stage] = res.metrics
+        timings[f"eval_{slug}_s"] = time.perf_counter() - t0
+        m = res.metrics
+        log(
+            f"[{stage}] exact {m['exact_match']:.1%}  type acc {m['type_accuracy']:.1%}  "
+            f"macro-F1 {m['type_macro_f1']:.1%}  parse failures {m['parse_failure_rate']:.1%}  "
+            f"({timings[f'eval_{slug}_s']:.0f} s)"
+        )
+
+    common = {
+        "model": "from-scratch",
+        "data": "synthetic",
+        "seed": cfg.seed,
+        "context": cfg.context,
+        "max_prompt_tokens": cfg.max_prompt_tokens,
+        "logging_steps": 10,
+        "save_total_limit": 1,
+        "report_to": "none",
+        "micro_batch_size": "auto",
+        "warmup_ratio": 0.05,
+        # fp32 masters + bf16 autocast on GPUs: GRPO's small updates vanish in bf16 weights
+        "master_weights": "fp32",
+    }
+    evaluate(STAGES[0], "before")
+
+    t = time.perf_counter()
+    sft_cfg = SFTRunConfig(
+        output_dir=str(out / "sft"),
+        max_steps=cfg.sft_steps,
+        global_batch_size=cfg.sft_batch,
+        learning_rate=cfg.sft_lr,
+        max_length=seq_len,
+        save_steps=cfg.sft_steps,
+        **common,
+    )
+    plan = decide(snapshot, sft_cfg, shape, seq_len=seq_len)
+    log(render_text(plan))
+    results["sft_summary"] = train_sft.train(
+        sft_cfg, plan, sft, model=model, tokenizer=tokenizer, shape=shape
+    )
+    timings["sft_s"] = time.perf_counter() - t
+    evaluate(STAGES[1], "sft")
+
+    t = time.perf_counter()
+    # GRPO starts from the saved SFT checkpoint, as `shop-r1 train grpo --model runs/sft`
+    # would: TRL builds the KL reference model from that same path.
+    model, tokenizer = train_sft.load_model_and_tokenizer(str(out / "sft"), plan)
+    model.to(device)
+    prompt_len = max(len(chat_ids(tokenizer, r["prompt"])) for r in rl[:: max(1, len(rl) // 2000)])
+    grpo_cfg = GRPORunConfig(
+        output_dir=str(out / "grpo"),
+        max_steps=cfg.grpo_steps,
+        global_batch_size=cfg.grpo_batch,
+        num_generations=cfg.grpo_generations,
+        learning_rate=cfg.grpo_lr,
+        beta=cfg.grpo_beta,
+        max_completion_length=max_new,
+        use_vllm=cfg.use_vllm,
+        save_steps=cfg.grpo_steps,
+        **common,
+    )
+    plan = decide(snapshot, grpo_cfg, shape, seq_len=prompt_len)
+    results["grpo_summary"] = train_grpo.train(
+        grpo_cfg, plan, rl, model=model, tokenizer=tokenizer, shape=shape
+    )
+    timings["grpo_s"] = time.perf_counter() - t
+    evaluate(STAGES[2], "grpo")
+
+    timings["total_s"] = time.perf_counter() - started
+    results["timings"] = {k: round(v, 1) for k, v in timings.items()}
+    results["collapse"] = collapse_check(results["stages"][STAGES[2]])
+    (out / "results.json").write_text(json.dumps(results, indent=2) + "\n")
+    (out / "report.md").write_text(render_table(results) + "\n")
+    return results
+
+
+def _quiet_libraries() -> None:
+    """Per-dataset-map progress bars would bury the stage lines; the trainer's own stay."""
+    import datasets
+
+    datasets.disable_progress_bars()
+
+
+def collapse_check(metrics: dict) -> dict[str, Any]:
+    """The paper's small-model failure: predicting `terminate` far more than it occurs
+    (20 points more than its gold share, or 3x it once it is 15% of predictions)."""
+    pred = metrics.get("prediction_mix", {}).get("terminate", 0.0)
+    gold = metrics.get("gold_mix", {}).get("terminate", 0.0)
+    collapsed = round(pred - gold, 9) >= 0.2 or (pred >= 0.15 and pred >= 3 * gold)
+    return {
+        "terminate_predicted_share": pred,
+        "terminate_gold_share": gold,
+        "collapsed_onto_terminate": collapsed,
+    }
+
+
+def render_table(results: dict[str, Any]) -> str:
+    """Markdown: the paper's Table 2 shape, then the per-type F1 for each stage."""
+    stages = results["stages"]
+    lines = [
+        "| stage | exact match | type accuracy | type macro-F1 | parse failures | "
+        "terminate predicted / gold |",
+        "|---|---|---|---|---|---|",
+    ]
+    for name, m in stages.items():
+        term = f"{m['prediction_mix']['terminate']:.1%} / {m['gold_mix']['terminate']:.1%}"
+        lines.append(
+            f"| {name} | {m['exact_match']:.2%} | {m['type_accuracy']:.2%} | "
+            f"{m['type_macro_f1']:.2%} | {m['parse_failure_rate']:.2%} | {term} |"
+        )
+    types = list(next(iter(stages.values()))["per_type"]) if stages else []
+    lines += [
+        "",
+        "| stage | " + " | ".join(f"{t} P / R / F1 / exact" for t in types) + " |",
+        "|---" * (len(types) + 1) + "|",
+    ]
+    for name, m in stages.items():
+        cells = [
+            f"{p['precision']:.0%} / {p['recall']:.0%} / {p['f1']:.0%} / {p['exact_match']:.0%}"
+            for p in (m["per_type"][t] for t in types)
+        ]
+        lines.append(f"| {name} | " + " | ".join(cells) + " |")
+    n = next(iter(stages.values()))["n"] if stages else 0
+    support = ", ".join(
+        f"{t} {next(iter(stages.values()))['per_type'][t]['support']}" for t in types
+    )
+    lines += [
+        "",
+        f"{n} held-out steps ({support}); wall time {results['timings']['total_s']:.0f} s.",
+    ]
+    if results.get("collapse", {}).get("collapsed_onto_terminate"):
+        lines.append(
+            "WARNING: after GRPO the model predicts `terminate` far more often than it occurs."
+        )
+    return "\n".join(lines)

@@ -1,0 +1,323 @@
+"""Evaluation: held-out steps -> completions (local model or endpoint) -> paper metrics.
+
+Reads top to bottom: rows (prompt + gold) -> completions -> parse with the rewards' parser
+-> `compute_metrics` (the same code `shop-r1 score` uses) -> predictions.jsonl,
+metrics.json (`shop-r1.score/1` plus an `eval` block) and report.md.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from shop_r1_doctor.errors import ToolError
+
+SPLITS = ("test", "train", "all")
+CONTEXTS = ("full", "latest")
+
+
+@dataclass(frozen=True)
+class EvalRow:
+    id: str
+    messages: list[dict]  # system + user chat messages, no answer
+    gold: Any  # shop_r1.actions.Action
+
+
+@dataclass
+class EvalResult:
+    rows: list[EvalRow]
+    completions: list[str]
+    errors: list[str | None]  # per row: why the request failed, None when it did not
+    metrics: dict
+    meta: dict = field(default_factory=dict)
+
+
+def select_split(sessions: list, split: str, *, test_fraction: float = 0.1, seed: int = 0) -> list:
+    """The same session-level split the trainer uses, so `test` never saw training."""
+    from shop_r1.data.split import split_by_session
+
+    if split not in SPLITS:
+        raise ToolError(f"--split: {split!r} is not one of {', '.join(SPLITS)}")
+    if split == "all":
+        return sessions
+    try:
+        train, test = split_by_session(sessions, test_fraction, seed)
+    except ValueError as exc:
+        raise ToolError(f"--test-fraction: {exc}; use the training run's value") from None
+    return test if split == "test" else train
+
+
+def rows_from_sessions(
+    sessions: list, *, context: str = "full", limit: int | None = None, **prompt_kw: Any
+) -> list[EvalRow]:
+    """One row per step: the prompt the policy sees in training and the gold action."""
+    from shop_r1.actions import Action
+    from shop_r1.data.prompts import rl_rows
+
+    if context not in CONTEXTS:
+        raise ToolError(f"--context: {context!r} is not one of {', '.join(CONTEXTS)}")
+    rows = []
+    for raw in rl_rows(sessions, context=context, **prompt_kw):
+        gold = Action.from_json(json.loads(raw["gold_action"]))
+        rows.append(EvalRow(id=str(raw["id"]), messages=list(raw["prompt"]), gold=gold))
+        if limit is not None and len(rows) >= limit:
+            break
+    return rows
+
+
+def load_rows(
+    path: Path,
+    *,
+    split: str = "test",
+    context: str = "full",
+    limit: int | None = None,
+    test_fraction: float = 0.1,
+    seed: int = 0,
+    max_prompt_tokens: int | None = None,
+) -> list[EvalRow]:
+    from shop_r1.data.io import load_sessions
+
+    if not path.exists():
+        raise ToolError(f"--data {path}: no such file; give a sessions JSONL or parquet file")
+    sessions = select_split(load_sessions(path), split, test_fraction=test_fraction, seed=seed)
+    rows = rows_from_sessions(sessions, context=context, limit=limit, max_tokens=max_prompt_tokens)
+    if not rows:
+        raise ToolError(
+            f"--data {path}: the {split} split has no steps to evaluate; "
+            "use --split all or a larger file"
+        )
+    return rows
+
+
+def score(
+    rows: Sequence[EvalRow],
+    completions: Sequence[str],
+    *,
+    strict: bool = True,
+    threshold: float = 0.75,
+) -> dict:
+    """`shop-r1.score/1` metrics plus the predicted-type mix (to spot collapse onto one type)."""
+    from shop_r1.metrics import compute_metrics
+    from shop_r1.parser import parse_completion
+
+    parsed = [parse_completion(c, strict=strict) for c in completions]
+    metrics = compute_metrics([r.gold for r in rows], parsed, threshold=threshold)
+    metrics["prediction_mix"] = type_mix([p.action.type for p in parsed if p.ok and p.action])
+    metrics["gold_mix"] = type_mix([r.gold.type for r in rows])
+    return metrics
+
+
+def type_mix(types: Sequence[str]) -> dict[str, float]:
+    """Share of each action type among `types` (unparsed outputs are simply not in it)."""
+    from shop_r1.actions import ACTION_TYPES
+
+    n = len(types)
+    return {t: (sum(1 for x in types if x == t) / n if n else 0.0) for t in ACTION_TYPES}
+
+
+def generate_with_model(
+    model: Any,
+    tokenizer: Any,
+    rows: Sequence[EvalRow],
+    *,
+    max_new_tokens: int = 256,
+    batch_size: int = 16,
+    on_done: Callable[[int], None] | None = None,
+) -> list[str]:
+    from shop_r1.generate import generate_local
+
+    return generate_local(
+        model,
+        tokenizer,
+        [r.messages for r in rows],
+        max_new_tokens=max_new_tokens,
+        batch_size=batch_size,
+        on_done=on_done,
+    )
+
+
+def evaluate_model(
+    model: Any,
+    tokenizer: Any,
+    rows: Sequence[EvalRow],
+    *,
+    max_new_tokens: int = 256,
+    batch_size: int = 16,
+    strict: bool = True,
+) -> EvalResult:
+    """In-process evaluation of a loaded model (used by the demo and the GPU benchmark)."""
+    completions = generate_with_model(
+        model, tokenizer, rows, max_new_tokens=max_new_tokens, batch_size=batch_size
+    )
+    metrics = score(rows, completions, strict=strict)
+    return EvalResult(list(rows), completions, [None] * len(rows), metrics)
+
+
+def write_outputs(result: EvalResult, output_dir: Path, *, title: str = "shop-r1 eval") -> None:
+    output_dir.mkdir(parents=True, exist_ok=True)
+    with (output_dir / "predictions.jsonl").open("w", encoding="utf-8") as f:
+        for row, text, error in zip(result.rows, result.completions, result.errors, strict=True):
+            record: dict[str, Any] = {"id": row.id, "completion": text}
+            if error is not None:
+                record["error"] = error
+            f.write(json.dumps(record, ensure_ascii=False) + "\n")
+    payload = dict(result.metrics)
+    payload["eval"] = result.meta
+    (output_dir / "metrics.json").write_text(json.dumps(payload, indent=2) + "\n")
+    (output_dir / "report.md").write_text(render_report(result.metrics, result.meta, title=title))
+
+
+def _pct(x: float) -> str:
+    return f"{100 * x:.2f}%"
+
+
+def render_report(metrics: dict, meta: dict, *, title: str = "shop-r1 eval") -> str:
+    """Markdown mirroring the paper's Tables 2-3: headline, per-type, confusion, type mix."""
+    lines = [f"# {title}", ""]
+    for key in ("model", "endpoint", "served_model", "data", "split", "context"):
+        if meta.get(key) is not None:
+            lines.append(f"- {key}: `{meta[key]}`")
+    if meta.get("request_failures"):
+        lines.append(
+            f"- **{meta['request_failures']} request(s) failed after retries**; "
+            "they count as unparsed (wrong) predictions"
+        )
+    lines += [
+        "",
+        "| n | exact match | type accuracy | type macro-F1 | parse failures |",
+        "|---|---|---|---|---|",
+        f"| {metrics['n']} | {_pct(metrics['exact_match'])} | {_pct(metrics['type_accuracy'])} "
+        f"| {_pct(metrics['type_macro_f1'])} | {_pct(metrics['parse_failure_rate'])} |",
+        "",
+        "## Per action type",
+        "",
+        "| type | support | precision | recall | F1 | exact match | gold share | predicted share |",
+        "|---|---|---|---|---|---|---|---|",
+    ]
+    gold_mix, pred_mix = metrics.get("gold_mix", {}), metrics.get("prediction_mix", {})
+    for name, m in metrics["per_type"].items():
+        lines.append(
+            f"| {name} | {m['support']} | {_pct(m['precision'])} | {_pct(m['recall'])} "
+            f"| {_pct(m['f1'])} | {_pct(m['exact_match'])} | {_pct(gold_mix.get(name, 0.0))} "
+            f"| {_pct(pred_mix.get(name, 0.0))} |"
+        )
+    lines += ["", "## Confusion (rows: gold type, columns: predicted type)", ""]
+    lines += _confusion_table(metrics.get("confusion", {}))
+    return "\n".join(lines) + "\n"
+
+
+def _confusion_table(confusion: dict) -> list[str]:
+    if not confusion:
+        return ["(none)"]
+    columns: list[str] = []
+    for row in confusion.values():
+        for col in row:
+            if col not in columns:
+                columns.append(col)
+    out = ["| gold \\ pred | " + " | ".join(columns) + " |", "|---" * (len(columns) + 1) + "|"]
+    for gold, row in confusion.items():
+        out.append(f"| {gold} | " + " | ".join(str(row.get(c, 0)) for c in columns) + " |")
+    return out
+
+
+@dataclass(frozen=True)
+class EvalOptions:
+    data: Path
+    output_dir: Path
+    model: str | None = None
+    endpoint: str | None = None
+    served_model: str | None = None
+    api_key: str | None = None  # read from the env by the command; never written out
+    split: str = "test"
+    context: str = "full"
+    max_prompt_tokens: int | None = None  # must match training's, like context
+    max_new_tokens: int = 256
+    batch_size: int = 16
+    concurrency: int = 8
+    retries: int = 3
+    timeout: float = 60.0
+    limit: int | None = None
+    strict: bool = True
+    test_fraction: float = 0.1
+    seed: int = 0
+    device: str = "auto"
+
+    def check(self) -> None:
+        if (self.model is None) == (self.endpoint is None):
+            raise ToolError("give exactly one of --model PATH_OR_HUB_ID or --endpoint URL")
+        if self.endpoint is not None and not self.served_model:
+            raise ToolError("--endpoint needs --served-model NAME (vLLM's --served-model-name)")
+        for name, value in (
+            ("--max-new-tokens", self.max_new_tokens),
+            ("--limit", self.limit),
+            ("--max-prompt-tokens", self.max_prompt_tokens),
+        ):
+            if value is not None and value < 1:
+                raise ToolError(f"{name}: {value} must be >= 1")
+        if self.retries < 0 or self.timeout <= 0:
+            raise ToolError("--retries must be >= 0 and --timeout > 0")
+
+
+def run_eval(opts: EvalOptions, *, on_done: Callable[[int], None] | None = None) -> EvalResult:
+    """Generate, score and write; returns the result for the command to print."""
+    from shop_r1_doctor.redact import redact_text
+
+    opts.check()
+    rows = load_rows(
+        opts.data,
+        split=opts.split,
+        context=opts.context,
+        limit=opts.limit,
+        test_fraction=opts.test_fraction,
+        seed=opts.seed,
+        max_prompt_tokens=opts.max_prompt_tokens,
+    )
+    meta: dict[str, Any] = {
+        "data": redact_text(str(opts.data)),
+        "split": opts.split,
+        "context": opts.context,
+        "max_prompt_tokens": opts.max_prompt_tokens,
+        "strict": opts.strict,
+        "max_new_tokens": opts.max_new_tokens,
+    }
+    errors: list[str | None] = [None] * len(rows)
+    if opts.endpoint is not None:
+        from shop_r1.endpoint import EndpointConfig, complete_all
+
+        cfg = EndpointConfig(
+            url=opts.endpoint,
+            model=opts.served_model or "",
+            api_key=opts.api_key,
+            timeout=opts.timeout,
+            retries=opts.retries,
+            max_tokens=opts.max_new_tokens,
+        )
+        done = complete_all(
+            cfg, [r.messages for r in rows], concurrency=opts.concurrency, on_done=on_done
+        )
+        completions = [c.text for c in done]
+        errors = [c.error for c in done]
+        meta.update(endpoint=redact_text(opts.endpoint), served_model=opts.served_model)
+        meta["request_failures"] = sum(1 for e in errors if e is not None)
+        meta["retried_requests"] = sum(1 for c in done if c.attempts > 1)
+    else:
+        from shop_r1.generate import load_model
+
+        model, tokenizer = load_model(opts.model or "", device=opts.device)
+        completions = generate_with_model(
+            model,
+            tokenizer,
+            rows,
+            max_new_tokens=opts.max_new_tokens,
+            batch_size=opts.batch_size,
+            on_done=on_done,
+        )
+        meta["model"] = redact_text(opts.model or "")
+    result = EvalResult(
+        rows, completions, errors, score(rows, completions, strict=opts.strict), meta
+    )
+    write_outputs(result, opts.output_dir)
+    return result
