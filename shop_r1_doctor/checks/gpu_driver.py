@@ -138,7 +138,7 @@ def gpu_runtime_in_container(facts: Facts) -> Iterator[Finding]:
             "DOCKER_GPU_RUNTIME_MISSING",
             f"no NVIDIA GPU in this {facts.container} container: fine for CPU work",
             severity="info",
-            detail="Nothing here asks for a GPU (CPU torch, no GPU settings or CUDA packages).",
+            detail="Nothing here asks for a GPU (no CUDA build of torch, GPU settings or CUDA packages).",
             fix="for a GPU: `docker run --gpus all ...` (nvidia-container-toolkit on the host)",
         )
         return
