@@ -120,7 +120,7 @@ def test_report_sections_for_a_real_tiny_dataset_run():
             verdict="exited 0 but its log says the dataset is smaller than one effective batch",
         ),
     )
-    report = build_report(data, home="/work/main")
+    report = build_report(data, home="/srv/shop-r1")
     headings = [line for line in report.splitlines() if line.startswith("## ")]
     assert headings == [
         "## Summary",
