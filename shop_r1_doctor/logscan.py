@@ -16,7 +16,7 @@ from typing import Any
 import yaml
 
 from shop_r1_doctor.errors import ToolError
-from shop_r1_doctor.yamlio import safe_load
+from shop_r1_doctor.yamlio import SafeLoader, read_yaml
 
 SIGNATURES_PATH = Path(__file__).with_name("knowledge") / "log_signatures.yaml"
 SIGNATURES_SCHEMA = "shop-r1.log-signatures/1"
@@ -114,16 +114,8 @@ def _parse_entry(entry: Any, where: str) -> Signature:
 
 def load_signatures_file(path: str | Path) -> tuple[Signature, ...]:
     p = Path(path)
-    try:
-        text = p.read_text(encoding="utf-8")
-        node = yaml.compose(text)
-        data = safe_load(text)
-    except OSError as exc:
-        raise ToolError(f"{p}: cannot read log signatures: {exc.strerror}") from None
-    except yaml.YAMLError as exc:
-        mark = getattr(exc, "problem_mark", None)
-        line = f":{mark.line + 1}" if mark is not None else ""
-        raise ToolError(f"{p}{line}: not valid YAML; fix the file") from None
+    text, data = read_yaml(p, "log signatures")
+    node = yaml.compose(text, Loader=SafeLoader)  # line numbers of the entries
     return parse_signatures(data, str(p), _entry_lines(node))
 
 

@@ -100,16 +100,9 @@ def _from_facts() -> tuple[str, int, bool, bool]:
 
 
 def _read_config(path: Path) -> dict[str, Any]:
-    import yaml
+    from shop_r1_doctor.yamlio import read_yaml
 
-    try:
-        data = yaml.safe_load(path.read_text(encoding="utf-8"))
-    except OSError as exc:
-        raise ToolError(f"{path}: cannot read: {exc.strerror}") from None
-    except yaml.YAMLError as exc:
-        mark = getattr(exc, "problem_mark", None)
-        line = f":{mark.line + 1}" if mark is not None else ""
-        raise ToolError(f"{path}{line}: not valid YAML; fix the file") from None
+    _, data = read_yaml(path, "config")
     if data is None:
         return {}
     if not isinstance(data, dict):

@@ -13,12 +13,11 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-import yaml
 from packaging.specifiers import InvalidSpecifier, SpecifierSet
 from packaging.version import InvalidVersion, Version
 
 from shop_r1_doctor.errors import ToolError
-from shop_r1_doctor.yamlio import safe_load
+from shop_r1_doctor.yamlio import read_yaml
 
 COMPAT_PATH = Path(__file__).with_name("compat.yaml")
 COMPAT_SCHEMA = "shop-r1.compat/1"
@@ -410,19 +409,8 @@ def _cc_text(cc: CC) -> str:
 
 def load_compat_file(path: str | Path) -> Compat:
     """Parse one compat file (tests point this at broken copies)."""
-    p = Path(path)
-    try:
-        text = p.read_text(encoding="utf-8")
-    except OSError as exc:
-        raise ToolError(f"{p}: cannot read compatibility data: {exc.strerror}") from None
-    try:
-        data = safe_load(text)
-    except yaml.YAMLError as exc:
-        mark = getattr(exc, "problem_mark", None)
-        line = f":{mark.line + 1}" if mark is not None else ""
-        problem = getattr(exc, "problem", None) or "invalid YAML"
-        raise ToolError(f"{p}{line}: not valid YAML ({problem}); fix the file") from None
-    return parse_compat(data, str(p))
+    _, data = read_yaml(path, "compatibility data")
+    return parse_compat(data, str(path))
 
 
 @functools.lru_cache(maxsize=1)
@@ -477,16 +465,8 @@ def parse_codes(data: Any, file: str) -> dict[str, CodeInfo]:
 
 
 def load_codes_file(path: str | Path) -> dict[str, CodeInfo]:
-    p = Path(path)
-    try:
-        data = safe_load(p.read_text(encoding="utf-8"))
-    except OSError as exc:
-        raise ToolError(f"{p}: cannot read finding codes: {exc.strerror}") from None
-    except yaml.YAMLError as exc:
-        mark = getattr(exc, "problem_mark", None)
-        line = f":{mark.line + 1}" if mark is not None else ""
-        raise ToolError(f"{p}{line}: not valid YAML; fix the file") from None
-    return parse_codes(data, str(p))
+    _, data = read_yaml(path, "finding codes")
+    return parse_codes(data, str(path))
 
 
 @functools.lru_cache(maxsize=1)

@@ -19,7 +19,7 @@ from packaging.specifiers import InvalidSpecifier, SpecifierSet
 from packaging.version import InvalidVersion, Version
 
 from shop_r1_doctor.errors import ToolError
-from shop_r1_doctor.yamlio import safe_load
+from shop_r1_doctor.yamlio import read_yaml
 
 CC = tuple[int, int]
 FlashAttnMode = Literal["wheel", "source", "none"]
@@ -396,17 +396,7 @@ def parse_profile(data: Any, path: Path, lines: dict[str, int] | None = None) ->
 
 def load_profile_file(path: str | Path) -> Profile:
     p = Path(path)
-    try:
-        text = p.read_text(encoding="utf-8")
-    except OSError as exc:
-        raise ToolError(f"{p}: cannot read profile: {exc.strerror}") from None
-    try:
-        data = safe_load(text)
-    except yaml.YAMLError as exc:
-        mark = getattr(exc, "problem_mark", None)
-        line = f":{mark.line + 1}" if mark is not None else ""
-        problem = getattr(exc, "problem", None) or "invalid YAML"
-        raise ToolError(f"{p}{line}: not valid YAML ({problem}); fix the profile") from None
+    text, data = read_yaml(p, "profile")
     return parse_profile(data, p, _line_index(text))
 
 
