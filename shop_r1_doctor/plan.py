@@ -14,6 +14,7 @@ from typing import Any
 import yaml
 
 from shop_r1_doctor.errors import ToolError
+from shop_r1_doctor.yamlio import read_yaml
 
 # field -> (accepted types, allowed values or None, help). The snapshot contract's `plan`.
 PLAN_FIELDS: dict[str, tuple[tuple[type, ...], tuple[Any, ...] | None, str]] = {
@@ -112,18 +113,6 @@ def validate_plan(data: Any, source: str, lines: dict[str, int] | None = None) -
 
 
 def load_plan(path: str | Path) -> dict[str, Any]:
-    p = Path(path)
-    try:
-        text = p.read_text(encoding="utf-8")
-    except FileNotFoundError:
-        raise ToolError(f"{p}: no such file") from None
-    except (OSError, UnicodeDecodeError) as exc:
-        raise ToolError(f"{p}: cannot read: {exc}") from None
-    try:
-        data = yaml.safe_load(text)
-    except yaml.YAMLError as exc:
-        mark = getattr(exc, "problem_mark", None)
-        where = f"{p}:{mark.line + 1}" if mark is not None else str(p)
-        problem = getattr(exc, "problem", None) or "invalid YAML/JSON"
-        raise ToolError(f"{where}: not valid YAML or JSON ({problem})") from None
-    return validate_plan(data, str(p), _lines(text))
+    """A plan file (YAML or JSON: JSON is YAML) validated field by field."""
+    text, data = read_yaml(path, "plan (YAML or JSON)")
+    return validate_plan(data, str(path), _lines(text))

@@ -14,6 +14,18 @@ train_app = typer.Typer(
     help="Train: SFT cold start, then GRPO on the Shop-R1 reward.", no_args_is_help=True
 )
 
+# Options both commands take, declared once.
+DATA_OPT = typer.Option(None, "--data", help="Sessions file (JSONL or parquet).")
+OUTPUT_OPT = typer.Option(None, "--output-dir", help="Checkpoints, logs, final model.")
+LR_OPT = typer.Option(None, "--learning-rate")
+MAX_STEPS_OPT = typer.Option(None, "--max-steps")
+BATCH_OPT = typer.Option(None, "--global-batch-size")
+REPORT_OPT = typer.Option(None, "--report-to", help="tensorboard, wandb, none.")
+PRINT_OPT = typer.Option(False, "--print-config", help="Print the resolved config and exit.")
+DRY_RUN_OPT = typer.Option(False, "--dry-run", help="Plan and preflight only.")
+RESUME_OPT = typer.Option(
+    False, "--resume", help="Continue from the last checkpoint in --output-dir."
+)
 CONFIG_OPT = typer.Option(None, "--config", help="YAML file of config values (see --print-config).")
 SET_OPT = typer.Option(
     [], "--set", help="Override any config field: --set learning_rate=1e-5 (repeatable)."
@@ -107,24 +119,20 @@ def _common_flags(**kw: Any) -> dict[str, Any]:
 @train_app.command("sft")
 def sft(
     model: str = typer.Option(None, "--model", help="Hub id or local directory."),
-    data: str = typer.Option(None, "--data", help="Sessions file (JSONL or parquet)."),
-    output_dir: str = typer.Option(None, "--output-dir", help="Checkpoints, logs, final model."),
+    data: str = DATA_OPT,
+    output_dir: str = OUTPUT_OPT,
     config: Path = CONFIG_OPT,
-    learning_rate: float = typer.Option(None, "--learning-rate"),
+    learning_rate: float = LR_OPT,
     epochs: float = typer.Option(None, "--epochs"),
-    max_steps: int = typer.Option(None, "--max-steps"),
-    global_batch_size: int = typer.Option(None, "--global-batch-size"),
+    max_steps: int = MAX_STEPS_OPT,
+    global_batch_size: int = BATCH_OPT,
     max_length: int = typer.Option(None, "--max-length"),
     attn: str = typer.Option(None, "--attn", help="auto, sdpa, eager, flash_attention_2/3."),
-    report_to: str = typer.Option(None, "--report-to", help="tensorboard, wandb, none."),
+    report_to: str = REPORT_OPT,
     sets: list[str] = SET_OPT,
-    print_config: bool = typer.Option(
-        False, "--print-config", help="Print the resolved config and exit."
-    ),
-    dry_run: bool = typer.Option(False, "--dry-run", help="Plan and preflight only."),
-    resume: bool = typer.Option(
-        False, "--resume", help="Continue from the last checkpoint in --output-dir."
-    ),
+    print_config: bool = PRINT_OPT,
+    dry_run: bool = DRY_RUN_OPT,
+    resume: bool = RESUME_OPT,
     ignore: list[str] = IGNORE_OPT,
     snapshot: Path = SNAPSHOT_OPT,
 ) -> None:
@@ -149,24 +157,20 @@ def grpo(
     model: str = typer.Option(
         None, "--model", help="Hub id or local directory (usually the SFT output)."
     ),
-    data: str = typer.Option(None, "--data", help="Sessions file (JSONL or parquet)."),
-    output_dir: str = typer.Option(None, "--output-dir", help="Checkpoints, logs, final model."),
+    data: str = DATA_OPT,
+    output_dir: str = OUTPUT_OPT,
     config: Path = CONFIG_OPT,
-    learning_rate: float = typer.Option(None, "--learning-rate"),
-    max_steps: int = typer.Option(None, "--max-steps"),
-    global_batch_size: int = typer.Option(None, "--global-batch-size"),
+    learning_rate: float = LR_OPT,
+    max_steps: int = MAX_STEPS_OPT,
+    global_batch_size: int = BATCH_OPT,
     num_generations: int = typer.Option(None, "--num-generations"),
     max_completion_length: int = typer.Option(None, "--max-completion-length"),
     use_vllm: str = typer.Option(None, "--use-vllm", help="auto, on, off."),
-    report_to: str = typer.Option(None, "--report-to", help="tensorboard, wandb, none."),
+    report_to: str = REPORT_OPT,
     sets: list[str] = SET_OPT,
-    print_config: bool = typer.Option(
-        False, "--print-config", help="Print the resolved config and exit."
-    ),
-    dry_run: bool = typer.Option(False, "--dry-run", help="Plan and preflight only."),
-    resume: bool = typer.Option(
-        False, "--resume", help="Continue from the last checkpoint in --output-dir."
-    ),
+    print_config: bool = PRINT_OPT,
+    dry_run: bool = DRY_RUN_OPT,
+    resume: bool = RESUME_OPT,
     ignore: list[str] = IGNORE_OPT,
     snapshot: Path = SNAPSHOT_OPT,
 ) -> None:

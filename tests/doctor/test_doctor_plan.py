@@ -41,7 +41,7 @@ def test_json_plan_under_plan_key(tmp_path):
         ("vllm_gpu_memory_utilization: 1.5\n", "vllm_gpu_memory_utilization: 1.5 is not in (0, 1]"),
         ("modle: x\n", "p.yaml:1: modle: unknown plan field; did you mean 'model'?"),
         ("- a\n- b\n", "a plan must be a mapping"),
-        ("task: [grpo\n", "not valid YAML or JSON"),
+        ("task: [grpo\n", "not valid YAML"),
     ],
 )
 def test_bad_plans_name_file_line_and_field(tmp_path, text, message):
