@@ -83,12 +83,21 @@ def main() -> int:
     ap.add_argument("--sft-steps", type=int)
     ap.add_argument("--grpo-steps", type=int)
     ap.add_argument("--grpo-lr", type=float)
+    ap.add_argument("--grpo-batch", type=int, help="completions per GRPO step")
+    ap.add_argument("--grpo-generations", type=int, help="completions per prompt")
+    ap.add_argument("--grpo-beta", type=float, help="KL weight")
+    ap.add_argument("--sft-lr", type=float)
+    ap.add_argument(
+        "--sft-from", help="start GRPO from this earlier run's sft/ directory (same data flags)"
+    )
     ap.add_argument("--eval-limit", type=int, help="held-out steps scored per stage")
     ap.add_argument("--use-vllm", choices=("auto", "on", "off"))
     args = ap.parse_args()
 
     cfg = replace(TINY if args.tiny else GPU, output_dir=args.out, seed=args.seed)
-    for key in ("sessions", "sft_steps", "grpo_steps", "grpo_lr", "eval_limit", "use_vllm"):
+    keys = ("sessions", "sft_steps", "sft_lr", "grpo_steps", "grpo_lr", "grpo_batch")
+    keys += ("grpo_generations", "grpo_beta", "eval_limit", "use_vllm", "sft_from")
+    for key in keys:
         if getattr(args, key) is not None:
             cfg = replace(cfg, **{key: getattr(args, key)})
     started = time.perf_counter()
@@ -120,15 +129,26 @@ def verdict(results: dict) -> dict:
     """The issue's acceptance: GRPO improves on SFT and does not collapse onto terminate."""
     stages = results["stages"]
     sft, grpo = stages["SFT"], stages["SFT + GRPO"]
+    before = stages.get("before SFT")
+    curve = results.get("grpo_summary", {}).get("reward_curve", [])
+    window = max(1, len(curve) // 4)
     return {
-        "sft_learned_format": stages["SFT"]["parse_failure_rate"]
-        < stages["before SFT"]["parse_failure_rate"],
+        "sft_learned_format": None
+        if before is None
+        else sft["parse_failure_rate"] < before["parse_failure_rate"],
+        # mean of the first and last quarter of the logged GRPO rewards (train prompts)
+        "grpo_train_reward_first_quarter": _mean([p["reward"] for p in curve[:window]]),
+        "grpo_train_reward_last_quarter": _mean([p["reward"] for p in curve[-window:]]),
         "grpo_exact_delta": round(grpo["exact_match"] - sft["exact_match"], 4),
         "grpo_type_acc_delta": round(grpo["type_accuracy"] - sft["type_accuracy"], 4),
         "grpo_macro_f1_delta": round(grpo["type_macro_f1"] - sft["type_macro_f1"], 4),
         "grpo_improves_exact": grpo["exact_match"] > sft["exact_match"],
         **results["collapse"],
     }
+
+
+def _mean(values: list[float]) -> float | None:
+    return round(sum(values) / len(values), 3) if values else None
 
 
 def _device() -> str:

@@ -11,6 +11,7 @@ runs in its own child process so peak-memory figures do not mix.
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import json
 import os
 import subprocess
@@ -18,7 +19,9 @@ import sys
 import tempfile
 from pathlib import Path
 
-MODES = ("trl-default", "auto")
+# auto: what `shop-r1 train sft` picks at the benchmark's lr 2e-5 (fp32 master weights);
+# auto-bf16: the same with `master_weights: bf16` (what auto picks at lr >= 1e-4).
+MODES = ("trl-default", "auto", "auto-bf16")
 
 
 def _config_dict(shape_key: str) -> dict:
@@ -81,7 +84,9 @@ def run_one(mode: str, args: argparse.Namespace) -> dict:
         learning_rate=2e-5,
         num_processes=world,
     )
-    if mode == "auto":
+    if mode == "auto-bf16":
+        run_cfg = dataclasses.replace(run_cfg, master_weights="bf16")
+    if mode.startswith("auto"):
         plan = decide(
             _snapshot(),
             run_cfg,
@@ -100,7 +105,7 @@ def run_one(mode: str, args: argparse.Namespace) -> dict:
         setup = (
             f"{plan.attn_implementation}, {plan.master_weights} weights, mb {plan.micro_batch_size}"
             f" x ga {plan.gradient_accumulation_steps}, ckpt {plan.gradient_checkpointing},"
-            f" padding_free {plan.padding_free}"
+            f" padding_free {plan.padding_free}, liger {plan.liger_kernel}"
         )
         micro = plan.micro_batch_size
     else:
@@ -186,7 +191,7 @@ def main() -> None:
             oom = "OutOfMemoryError" in proc.stderr
             results.append({"mode": mode, "error": "OOM" if oom else proc.stderr.strip()[-600:]})
             continue
-        sys.stderr.write(proc.stderr[-3000:] if mode == "auto" else "")
+        sys.stderr.write(proc.stderr[-3000:] if mode.startswith("auto") else "")
         results.append(json.loads(line[len("@@result@@") :]))
     print_table(results, args)
     if args.json_out:
@@ -200,7 +205,6 @@ def print_table(results: list[dict], args: argparse.Namespace) -> None:
     )
     head = f"{'mode':<12} {'tokens/s':>10} {'MFU':>7} {'peak GiB':>9} {'pred GiB':>9} {'pred/meas':>9}  setup"
     print(head + "\n" + "-" * len(head))
-    base = None
     for r in results:
         if "error" in r:
             print(f"{r['mode']:<12} FAILED: {r['error']}")
@@ -210,17 +214,17 @@ def print_table(results: list[dict], args: argparse.Namespace) -> None:
             r.get("peak_memory_gib"),
             r.get("predicted_peak_gib"),
         )
-        base = base or tps
         ratio = f"{pred / peak:.2f}" if peak and pred else "n/a"
         mfu = f"{r['mfu']:.1%}" if r.get("mfu") else "n/a"
         print(
             f"{r['mode']:<12} {tps or 0:>10,.0f} {mfu:>7} {peak or 0:>9} {pred:>9} {ratio:>9}  {r['setup']}"
         )
-    ok = [r for r in results if "error" not in r and r.get("tokens_per_s")]
-    if len(ok) == 2:
-        print(
-            f"\nspeed-up auto / trl-default: {ok[1]['tokens_per_s'] / ok[0]['tokens_per_s']:.2f}x"
-        )
+    print()
+    ok = {r["mode"]: r for r in results if "error" not in r and r.get("tokens_per_s")}
+    base = ok.get("trl-default")
+    for mode, r in ok.items():
+        if base and mode != "trl-default":
+            print(f"speed-up {mode} / trl-default: {r['tokens_per_s'] / base['tokens_per_s']:.2f}x")
 
 
 if __name__ == "__main__":

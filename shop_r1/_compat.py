@@ -61,3 +61,22 @@ def checkpointing_kwargs(enabled: bool) -> dict[str, Any]:
     if "activation_checkpointing" in TrainingArguments.__dataclass_fields__:
         return {"activation_checkpointing": enabled, "gradient_checkpointing": None}
     return {"gradient_checkpointing": enabled}
+
+
+def liger_kwargs(enabled: bool) -> dict[str, Any]:
+    """`use_liger_kernel` of TrainingArguments. TRL >= 1.16 applies only Liger's layer
+    kernels with it (it keeps its own fused LM head) and warns that the flag goes in TRL
+    2.0 in favour of Hub kernels, which need a download; offline machines cannot use
+    those, so the warning is silenced here. Replace when TRL 2.0 is supported."""
+    if not enabled:
+        return {}
+    import warnings
+
+    from transformers import TrainingArguments
+
+    if "use_liger_kernel" not in TrainingArguments.__dataclass_fields__:
+        return {}
+    warnings.filterwarnings(
+        "ignore", message=r"`use_liger_kernel=True` is deprecated", category=FutureWarning
+    )
+    return {"use_liger_kernel": True}

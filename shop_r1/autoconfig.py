@@ -48,6 +48,7 @@ class AutoPlan:
     gradient_checkpointing: bool = False
     chunked_loss: bool = True
     padding_free: bool = False
+    liger_kernel: bool = False
     optim: str = "adamw_torch"
     seq_len: int = 0
     predicted_peak_bytes: int = 0
@@ -155,6 +156,33 @@ def _choose_dtype(facts: Facts, cfg: _RunConfig, cuda: bool, plan: AutoPlan) -> 
     )
 
 
+def _choose_kernels(facts: Facts, cfg: _RunConfig, cuda: bool, plan: AutoPlan) -> None:
+    """Liger's Triton kernels for the decoder layers (TRL keeps its own fused LM head)."""
+    ok = facts.import_ok("liger_kernel.transformers")
+    if cfg.liger_kernel != "auto":
+        plan.liger_kernel, why = cfg.liger_kernel == "on", "set in the config"
+    elif not cuda:
+        plan.liger_kernel, why = False, "no CUDA GPU: Liger's kernels are Triton (GPU) kernels"
+    elif isinstance(cfg, GRPORunConfig):
+        plan.liger_kernel = False
+        why = "GRPO is rollout-bound; not measured there (liger_kernel: on to try)"
+    elif ok:
+        version = (facts.section("imports").get("liger_kernel") or {}).get("version")
+        plan.liger_kernel = True
+        why = (
+            f"liger-kernel {version or ''} imports: fused RMSNorm/SwiGLU/RoPE, "
+            "+36% tokens/s and -25% memory measured on 0.5B (H100)"
+        ).replace("  ", " ")
+    elif facts.installed("liger-kernel") and ok is False:
+        plan.liger_kernel = False
+        first = facts.import_error("liger_kernel.transformers").splitlines()[:1]
+        why = f"liger_kernel import fails ({first[0][:80] if first else 'error'})"
+    else:
+        plan.liger_kernel = False
+        why = "liger-kernel is not installed (pip install 'shop-r1[liger]': +36% tokens/s at 0.5B)"
+    plan.note("liger_kernel", plan.liger_kernel, why)
+
+
 def _memory_budget(facts: Facts, cfg: _RunConfig, cuda: bool) -> int:
     if cuda and facts.gpus:
         return int(cfg.gpu_memory_headroom * min(_gpu_free_bytes(g) for g in facts.gpus))
@@ -190,6 +218,7 @@ def _choose_batch(
             chunked_loss=plan.chunked_loss,
             loss_tokens=None if loss_tokens_per_row is None else loss_tokens_per_row * mb,
             attention="eager" if plan.attn_implementation == "eager" else "sdpa",
+            fused_kernels=plan.liger_kernel,
         ).total
 
     fixed_mb = cfg.micro_batch_size if cfg.micro_batch_size != "auto" else None
@@ -262,6 +291,7 @@ def decide(
     plan.note("device", plan.device, ", ".join(gpu_names) or "no CUDA GPU visible to torch")
     _choose_attention(facts, cfg, cuda, plan)
     _choose_dtype(facts, cfg, cuda, plan)
+    _choose_kernels(facts, cfg, cuda, plan)
     plan.chunked_loss = trl_fused_lm_head
     plan.note(
         "chunked_loss",

@@ -76,6 +76,9 @@ class SummaryCallback(TrainerCallback):
         self.tokens = 0.0
         self.first: dict[str, float] = {}  # first and last logged loss / reward
         self.last: dict[str, float] = {}
+        # GRPO: every logged reward / exact match with its step. One step's reward is a
+        # handful of prompts, so only a window of these says whether the policy improved.
+        self.curve: list[dict[str, float]] = []
         self.summary: dict[str, Any] = {}
 
     def on_step_end(self, args: Any, state: Any, control: Any, **kw: Any) -> None:
@@ -99,6 +102,11 @@ class SummaryCallback(TrainerCallback):
             if key in logs:
                 self.first.setdefault(key, float(logs[key]))
                 self.last[key] = float(logs[key])
+        if "reward" in logs:
+            point = {"step": state.global_step, "reward": round(float(logs["reward"]), 4)}
+            if "exact_match" in logs:
+                point["exact_match"] = round(float(logs["exact_match"]), 4)
+            self.curve.append(point)
 
     def on_train_end(self, args: Any, state: Any, control: Any, **kw: Any) -> None:
         seconds = self.end - self.start if self.start and self.end else None
@@ -118,6 +126,8 @@ class SummaryCallback(TrainerCallback):
             **{f"first_{k}": v for k, v in self.first.items()},
             **{f"last_{k}": v for k, v in self.last.items()},
         }
+        if self.curve:
+            self.summary["reward_curve"] = self.curve
         if state.is_world_process_zero:
             out = Path(args.output_dir) / "summary.json"
             out.parent.mkdir(parents=True, exist_ok=True)

@@ -74,6 +74,11 @@ class _RunConfig:
     gradient_checkpointing: Switch = _f(
         "auto", "Recompute activations (auto: only if memory needs it)."
     )
+    liger_kernel: Switch = _f(
+        "auto",
+        "Liger's fused Triton kernels for RMSNorm, SwiGLU and RoPE (auto: SFT on a CUDA GPU "
+        "when liger-kernel imports).",
+    )
     optim: str = _f("auto", "transformers optimizer name (auto: adamw_torch_fused on CUDA).")
     logging_steps: int = _f(10, "Log every N optimizer steps.")
     save_steps: int = _f(200, "Checkpoint every N optimizer steps.")

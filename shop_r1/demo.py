@@ -47,10 +47,14 @@ class PipelineConfig:
     grpo_generations: int = 4
     grpo_lr: float = 5e-5
     grpo_beta: float = 0.001  # paper; KL to the SFT checkpoint
+    grpo_temperature: float = 0.6  # paper
     max_new_tokens: int | None = None  # None: longest gold completion + 16 tokens
     eval_batch: int = 32
     use_vllm: str = "off"  # small models: vLLM start-up costs more than it saves
     threads: int | None = 2  # torch intra-op threads on CPU (None: torch's default)
+    # Start GRPO from this SFT output (`<out>/sft` of an earlier run with the same data
+    # settings) instead of training SFT again, so GRPO settings compare from one SFT model.
+    sft_from: str | None = None
     extra: dict[str, Any] = field(default_factory=dict)
 
 
@@ -98,18 +102,24 @@ def run_pipeline(cfg: PipelineConfig, *, log: Callable[[str], None] = _log) -> d
 
     # tokenizer + model from scratch: nothing is downloaded. A few thousand rows show
     # the tokenizer every HTML pattern; all of them would only slow BPE training down.
-    sample = sft[:: max(1, len(sft) // 3000)]
-    texts = [m["content"] for r in sample for m in r["prompt"] + r["completion"]]
-    model, tokenizer = make_tiny_model_and_tokenizer(
-        texts,
-        vocab_size=cfg.vocab_size,
-        hidden=cfg.hidden,
-        layers=cfg.layers,
-        heads=cfg.heads,
-        kv_heads=cfg.kv_heads,
-        intermediate=cfg.intermediate,
-        seed=cfg.seed,
-    )
+    if cfg.sft_from:
+        from transformers import AutoModelForCausalLM, AutoTokenizer
+
+        tokenizer = AutoTokenizer.from_pretrained(cfg.sft_from)
+        model = AutoModelForCausalLM.from_pretrained(cfg.sft_from, dtype=torch.float32)
+    else:
+        sample = sft[:: max(1, len(sft) // 3000)]
+        texts = [m["content"] for r in sample for m in r["prompt"] + r["completion"]]
+        model, tokenizer = make_tiny_model_and_tokenizer(
+            texts,
+            vocab_size=cfg.vocab_size,
+            hidden=cfg.hidden,
+            layers=cfg.layers,
+            heads=cfg.heads,
+            kv_heads=cfg.kv_heads,
+            intermediate=cfg.intermediate,
+            seed=cfg.seed,
+        )
     shape = ModelShape.from_config_dict(model.config.to_dict())
     # Longest row over an even sample, plus headroom: max_length must never cut a completion.
     probe = sft[:: max(1, len(sft) // 2000)]
@@ -162,8 +172,6 @@ def run_pipeline(cfg: PipelineConfig, *, log: Callable[[str], None] = _log) -> d
         # fp32 masters + bf16 autocast on GPUs: GRPO's small updates vanish in bf16 weights
         "master_weights": "fp32",
     }
-    evaluate(STAGES[0], "before")
-
     t = time.perf_counter()
     sft_cfg = SFTRunConfig(
         output_dir=str(out / "sft"),
@@ -175,17 +183,22 @@ def run_pipeline(cfg: PipelineConfig, *, log: Callable[[str], None] = _log) -> d
         **common,
     )
     plan = decide(snapshot, sft_cfg, shape, seq_len=seq_len)
-    log(render_text(plan))
-    results["sft_summary"] = train_sft.train(
-        sft_cfg, plan, sft, model=model, tokenizer=tokenizer, shape=shape
-    )
-    timings["sft_s"] = time.perf_counter() - t
+    sft_dir = Path(cfg.sft_from or sft_cfg.output_dir)
+    if cfg.sft_from:
+        log(f"SFT: starting from {sft_dir} (no SFT run)")
+    else:
+        evaluate(STAGES[0], "before")
+        log(render_text(plan))
+        results["sft_summary"] = train_sft.train(
+            sft_cfg, plan, sft, model=model, tokenizer=tokenizer, shape=shape
+        )
+        timings["sft_s"] = time.perf_counter() - t
     evaluate(STAGES[1], "sft")
 
     t = time.perf_counter()
     # GRPO starts from the saved SFT checkpoint, as `shop-r1 train grpo --model runs/sft`
     # would: TRL builds the KL reference model from that same path.
-    model, tokenizer = train_sft.load_model_and_tokenizer(str(out / "sft"), plan)
+    model, tokenizer = train_sft.load_model_and_tokenizer(str(sft_dir), plan)
     model.to(device)
     prompt_len = max(len(chat_ids(tokenizer, r["prompt"])) for r in rl[:: max(1, len(rl) // 2000)])
     grpo_cfg = GRPORunConfig(
@@ -195,6 +208,7 @@ def run_pipeline(cfg: PipelineConfig, *, log: Callable[[str], None] = _log) -> d
         num_generations=cfg.grpo_generations,
         learning_rate=cfg.grpo_lr,
         beta=cfg.grpo_beta,
+        temperature=cfg.grpo_temperature,
         max_completion_length=max_new,
         use_vllm=cfg.use_vllm,
         save_steps=cfg.grpo_steps,

@@ -102,6 +102,7 @@ def plan_section(cfg: _RunConfig, plan: AutoPlan, shape: ModelShape, n_rows: int
         "max_length": plan.seq_len,
         "gradient_checkpointing": plan.gradient_checkpointing,
         "chunked_loss": plan.chunked_loss,
+        "use_liger_kernel": plan.liger_kernel,
         "num_processes": cfg.num_processes,
         "per_device_train_batch_size": plan.micro_batch_size,
         "gradient_accumulation_steps": plan.gradient_accumulation_steps,

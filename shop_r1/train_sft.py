@@ -36,6 +36,7 @@ def common_training_kwargs(cfg: _RunConfig, plan: AutoPlan) -> dict[str, Any]:
         "bf16": plan.dtype == "bf16",
         "fp16": plan.dtype == "fp16",
         "optim": plan.optim,
+        **_compat.liger_kwargs(plan.liger_kernel),
         "logging_steps": cfg.logging_steps,
         "logging_first_step": True,
         "save_strategy": "steps",

@@ -14,6 +14,10 @@ HF Qwen2/Llama blocks (derived from what autograd saves, see `_layer_bytes_per_t
   + 4 residual-path tensors       4 h
 i.e. ~68 h for Qwen2.5-0.5B (I = 5.4 h), close to the ~60 sbh of the SwiGLU rule of
 thumb. fp32 master + autocast keeps the residual stream in fp32: +8 h (measured 76 h).
+Liger's fused kernels (`fused_kernels`) save less: RMSNorm keeps its bf16 input and
+rstd (-8 h), SwiGLU recomputes the activation (-2 I), RoPE keeps only cos/sin (-2 h).
+On the H100 that predicted 6.8 / 14.2 GiB less for 0.5B / 1.5B at 2048 x 8; measured
+6.3 / 13.0.
 """
 
 from __future__ import annotations
@@ -187,10 +191,14 @@ class MemoryEstimate:
         return {k: round(v / GIB, 2) for k, v in asdict(self).items()}
 
 
-def _layer_bytes_per_token(shape: ModelShape, act_bytes: int, fp32_residual: bool) -> float:
+def _layer_bytes_per_token(
+    shape: ModelShape, act_bytes: int, fp32_residual: bool, fused_kernels: bool = False
+) -> float:
     """Saved-for-backward bytes of one decoder layer per token (see the module docstring)."""
     h, inter, kv = shape.hidden, shape.intermediate, shape.kv_dim
     units = 12 * h + 8 * h + 4 * kv + 2 * h + 8 * inter + 4 * h  # for 2-byte activations
+    if fused_kernels:
+        units -= 8 * h + 2 * inter + 2 * h
     extra = 8 * h if fp32_residual else 0
     return units * act_bytes / 2 + extra
 
@@ -208,6 +216,7 @@ def estimate_training_memory(
     loss_tokens: int | None = None,
     attention: str = "sdpa",
     shards: int = 1,
+    fused_kernels: bool = False,
 ) -> MemoryEstimate:
     """Peak memory of one training step on one GPU.
 
@@ -215,7 +224,8 @@ def estimate_training_memory(
     optimizer kept in fp32 with autocast to `dtype` (what TRL does with a model loaded in
     fp32). loss_tokens: tokens whose logits are computed (default all; GRPO scores only
     completions). attention "eager" adds the s^2 score matrices. shards: FSDP world
-    size (weights, grads and optimizer state are split across it).
+    size (weights, grads and optimizer state are split across it). fused_kernels: Liger's
+    RMSNorm / SwiGLU / RoPE kernels, which save fewer activations.
     """
     if dtype not in _DTYPE_BYTES:
         raise ValueError(f"dtype: {dtype!r} is not one of {sorted(_DTYPE_BYTES)}")
@@ -233,7 +243,7 @@ def estimate_training_memory(
     optimizer_bytes = optimizer_bytes / shards
 
     tokens = seq_len * micro_batch
-    per_layer = tokens * _layer_bytes_per_token(shape, act_bytes, mixed)
+    per_layer = tokens * _layer_bytes_per_token(shape, act_bytes, mixed, fused_kernels)
     if attention == "eager":
         # bf16 scores + fp32 softmax, per head
         per_layer += micro_batch * shape.heads * seq_len * seq_len * (act_bytes + 4)

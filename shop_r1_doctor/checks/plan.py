@@ -15,6 +15,8 @@ from shop_r1_doctor.checks._base import (
     finding,
     gpu_cc,
     gpu_names,
+    pkg_installed,
+    pkg_version,
     plan_bool,
     plan_get,
     plan_int,
@@ -42,6 +44,32 @@ def bf16_pre_ampere(facts: Facts) -> Iterator[Finding]:
             detail="'Bfloat16 is only supported on GPUs with compute capability of at least 8.0.'",
             fix="bf16: false, fp16: true in the config (vLLM: --dtype half)",
         )
+
+
+def liger_requested(facts: Facts) -> Iterator[Finding]:
+    """`use_liger_kernel` makes transformers import liger_kernel at Trainer start."""
+    if plan_bool(facts, "use_liger_kernel") is not True:
+        return
+    installed = pkg_installed(facts, "liger-kernel")
+    ok = facts.import_ok("liger_kernel.transformers")
+    if installed is False:
+        problem = "liger-kernel is not installed"
+        detail = (
+            "transformers raises 'You need to install liger-kernel version ... to use this "
+            "option' when the Trainer starts."
+        )
+    elif ok is False:
+        version = pkg_version(facts, "liger-kernel")
+        problem = f"liger_kernel does not import (liger-kernel {version})"
+        detail = facts.import_error("liger_kernel.transformers")
+    else:
+        return
+    yield finding(
+        "LIGER_REQUESTED_NOT_INSTALLED",
+        f"use_liger_kernel requested but {problem}",
+        detail=detail,
+        fix="pip install liger-kernel (Linux + CUDA: it needs Triton), or liger_kernel: off",
+    )
 
 
 def _grpo_batch(facts: Facts) -> tuple[int, int, str] | None:
@@ -263,6 +291,7 @@ def _free_at_output(facts: Facts) -> int | None:
 
 CHECKS = (
     bf16_pre_ampere,
+    liger_requested,
     grpo_batch_divisible,
     tiny_dataset,
     server_same_gpu,

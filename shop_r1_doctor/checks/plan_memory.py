@@ -50,6 +50,7 @@ def _setup(facts: Facts) -> tuple[Any, dict[str, Any], int] | None:
         "master_fp32": plan_bool(facts, "master_fp32") is True,
         "grad_checkpointing": plan_bool(facts, "gradient_checkpointing") is True,
         "chunked_loss": plan_bool(facts, "chunked_loss") is True,
+        "fused_kernels": plan_bool(facts, "use_liger_kernel") is True,
         "shards": shards,
     }
     return shape, settings, min(g["memory_total_bytes"] for g in gpus)

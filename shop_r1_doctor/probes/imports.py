@@ -31,6 +31,8 @@ GROUPS = (
     ImportGroup("vllm", ("vllm", "vllm._C")),
     ImportGroup("deepspeed", ("deepspeed",)),
     ImportGroup("apex", ("apex", "amp_C", "fused_weight_gradient_mlp_cuda")),
+    # what transformers imports for `use_liger_kernel` (pulls in triton and transformers)
+    ImportGroup("liger_kernel", ("liger_kernel", "liger_kernel.transformers")),
 )
 
 

@@ -196,6 +196,23 @@ CASES: list[tuple[str, dict[str, Any]]] = [
         {"gpus": RTX5090, "env": {"TORCH_CUDA_ARCH_LIST": "8.0;9.0"}},
     ),
     ("FA_REQUESTED_NOT_INSTALLED", {"plan": {"attn_implementation": "flash_attention_2"}}),
+    (
+        "LIGER_REQUESTED_NOT_INSTALLED",
+        {"plan": {"use_liger_kernel": True}, "packages": {"liger-kernel": None}},
+    ),
+    (
+        "LIGER_REQUESTED_NOT_INSTALLED",
+        {
+            "plan": {"use_liger_kernel": True},
+            "packages": {"liger-kernel": pkg("0.8.5")},
+            "imports": {
+                "liger_kernel.transformers": {
+                    "ok": False,
+                    "error": "ModuleNotFoundError: No module named 'triton'",
+                }
+            },
+        },
+    ),
     ("FA_REQUESTED_NOT_INSTALLED", {"plan": {"attn_implementation": "flash_attention_3"}}),
     (
         "FA_TORCH_ABI_UNDEFINED_SYMBOL",

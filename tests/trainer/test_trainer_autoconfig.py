@@ -81,3 +81,39 @@ def test_grpo_colocated_vllm_budget_from_kv_cache():
     two = decide(_snap("h200x2"), GRPORunConfig(), KNOWN_SHAPES["0.5b"], seq_len=2048)
     assert two.vllm_mode == "server" and two.vllm_gpu_memory_utilization is None
     assert plan.memory_budget_bytes / GIB > 60
+
+
+def _with_liger(snap, ok=True, error=None):
+    snap["packages"]["liger-kernel"] = {"version": "0.8.5", "requires": []}
+    snap["imports"]["liger_kernel"] = {"ok": True, "error": None, "version": "0.8.5"}
+    snap["imports"]["liger_kernel.transformers"] = {"ok": ok, "error": error}
+    return snap
+
+
+def test_liger_kernels_for_sft_when_they_import_and_they_shrink_the_plan():
+    shape = KNOWN_SHAPES["1.5b"]
+    cfg = SFTRunConfig(global_batch_size=8, learning_rate=2e-5)
+    without = decide(_snap("h200x2"), cfg, shape, seq_len=2048)
+    with_liger = decide(_with_liger(_snap("h200x2")), cfg, shape, seq_len=2048)
+    assert (without.liger_kernel, with_liger.liger_kernel) == (False, True)
+    reason = {d.setting: d.reason for d in with_liger.decisions}["liger_kernel"]
+    assert "liger-kernel 0.8.5 imports" in reason
+    # fewer saved activations: the same micro batch is predicted to need less memory
+    assert with_liger.micro_batch_size == without.micro_batch_size
+    assert with_liger.predicted_peak_bytes < without.predicted_peak_bytes - 5 * GIB
+
+
+def test_liger_off_for_grpo_cpu_broken_import_and_when_set():
+    shape = KNOWN_SHAPES["0.5b"]
+    grpo = decide(_with_liger(_snap("h100")), GRPORunConfig(), shape, seq_len=512)
+    assert grpo.liger_kernel is False
+    cpu = decide(_with_liger(_snap("cpu")), SFTRunConfig(), shape, seq_len=512)
+    assert cpu.liger_kernel is False
+    broken = _with_liger(
+        _snap("h100"), ok=False, error="ModuleNotFoundError: No module named 'triton'"
+    )
+    plan = decide(broken, SFTRunConfig(), shape, seq_len=512)
+    reason = {d.setting: d.reason for d in plan.decisions}["liger_kernel"]
+    assert plan.liger_kernel is False and "No module named 'triton'" in reason
+    forced = decide(_snap("h100"), SFTRunConfig(liger_kernel="on"), shape, seq_len=512)
+    assert forced.liger_kernel is True
