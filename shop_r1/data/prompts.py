@@ -1,6 +1,7 @@
 """Prompts and training rows (paper section 3: f(c_1..t, a_1..t-1, r_1..t-1) -> (r_t, a_t)).
 
-Context modes:
+The user message starts with the customer's profile when the session has one
+(`meta.persona`, a string). Context modes:
 - `full` (the paper's best setting): every earlier step's page, action and rationale,
   then the current page.
 - `latest`: the current page only.
@@ -91,6 +92,11 @@ def build_messages(
     earlier = session.steps[:step_index] if context == "full" else []
     current = session.steps[step_index]
     header = "Session so far:\n\n" if earlier else ""
+    # The shopper's profile (OPeRA ships personas; synthetic sessions carry their goal and
+    # budget) is always kept: without it intent-driven steps cannot be predicted at all.
+    persona = session.meta.get("persona")
+    if isinstance(persona, str) and persona.strip():
+        header = f"Customer profile: {persona.strip()}\n\n" + header
     footer = "\nPredict the customer's next action on the current page."
     first = step_index - len(earlier) + 1  # step number of earlier[0]
 

@@ -220,7 +220,7 @@ def _session(index: int, seed: int, weights: dict[str, float]) -> Session:
             Action("terminate"),
             "I opened the shop by accident; I don't need anything right now.",
         )
-        return Session(f"synth-{seed}-{index:06d}", s.steps, {"source": "synth"})
+        return Session(f"synth-{seed}-{index:06d}", s.steps, _meta(s, goal))
     if kind == "click":
         s.add(
             home,
@@ -258,7 +258,15 @@ def _session(index: int, seed: int, weights: dict[str, float]) -> Session:
             Action("terminate"),
             "I've spent too long on this and still haven't found the right one, so I'm leaving.",
         )
-    return Session(f"synth-{seed}-{index:06d}", s.steps, {"source": "synth", "goal": goal})
+    return Session(f"synth-{seed}-{index:06d}", s.steps, _meta(s, goal))
+
+
+def _meta(s: _Shopper, goal: str) -> dict[str, str]:
+    """The goal, budget and wanted options drive the shopper's choices; the persona
+    states them the way a profile would, so the steps they decide become predictable."""
+    wants = ", ".join(f"{k} {v}" for k, v in s.wanted.items())
+    persona = f"wants a {goal}; budget up to ${s.budget}" + (f"; prefers {wants}" if wants else "")
+    return {"source": "synth", "goal": goal, "persona": persona}
 
 
 def _results_step(s: _Shopper, base: str, items: list, page_no: int, goal: str) -> str:

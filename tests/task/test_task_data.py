@@ -238,3 +238,16 @@ def test_synth_and_stats_cli(tmp_path):
         app, ["data", "synth", "--sessions", "2", "--output", str(out), "--mix", "jump=1"]
     )
     assert bad.exit_code != 0
+
+
+def test_persona_leads_the_prompt_and_survives_the_budget():
+    session = generate_sessions(5, seed=3)[2]
+    persona = session.meta["persona"]
+    assert persona.startswith("wants a ") and "budget up to $" in persona
+    last = len(session.steps) - 1
+    for context in ("full", "latest"):
+        user = build_messages(session, last, context=context, max_tokens=120)[1]["content"]
+        assert user.startswith(f"Customer profile: {persona}\n\n")
+    # a session without one (e.g. OPeRA rows without a user join) has no profile line
+    bare = Session(session.session_id, session.steps, {"source": "test"})
+    assert "Customer profile" not in build_messages(bare, 0)[1]["content"]
