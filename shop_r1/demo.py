@@ -171,10 +171,9 @@ def run_pipeline(cfg: PipelineConfig, *, log: Callable[[str], None] = _log) -> d
         "warmup_ratio": 0.05,
         # fp32 masters + bf16 autocast on GPUs: GRPO's small updates vanish in bf16 weights
         "master_weights": "fp32",
-        # Liger patches transformers' model classes for the whole process: GRPO's rollouts
-        # here (same process as SFT) would run through its kernels, and on an H100 they
-        # hit NaN sampling probabilities mid-run (3 runs of 3). `shop-r1 train sft` and
-        # `train grpo` are separate processes, so they keep Liger for SFT only.
+        # Liger patches transformers' model classes for the whole process, so GRPO here
+        # (same process as SFT) would run through kernels its plan says are off.
+        # `shop-r1 train sft` and `train grpo` are separate processes: Liger stays SFT-only.
         "liger_kernel": "off",
     }
     t = time.perf_counter()
