@@ -80,3 +80,29 @@ def liger_kwargs(enabled: bool) -> dict[str, Any]:
         "ignore", message=r"`use_liger_kernel=True` is deprecated", category=FutureWarning
     )
     return {"use_liger_kernel": True}
+
+
+def guard_padded_logps(trainer: Any) -> None:
+    """TRL 1.16 (seen in 1.16.0) computes GRPO's KL term `exp(ref - logp) - ...` at every
+    completion position and applies the completion mask afterwards. At padding both
+    log-probs are unconstrained: once they differ by more than ~88 the exp is inf, and
+    `inf x 0` is NaN in the loss and in its gradient. The optimizer then writes NaN
+    weights and the next `generate()` dies with "probability tensor contains either
+    `inf`, `nan` or element < 0" (on an H100, at the same step of every run with the
+    paper's beta 0.001). Policy, old and reference log-probs all come from
+    `_get_per_token_logps_and_entropies`; setting them to 0 at padded completion
+    positions (`torch.where`: an exact 0 gradient there) makes every ratio and the KL
+    neutral at padding and leaves real tokens unchanged. Applied to one trainer instance;
+    remove when TRL masks before the exp."""
+    import torch
+
+    inner = trainer._get_per_token_logps_and_entropies
+
+    def guarded(
+        model: Any, input_ids: Any, attention_mask: Any, logits_to_keep: int, *a: Any, **kw: Any
+    ) -> Any:
+        logps, *rest = inner(model, input_ids, attention_mask, logits_to_keep, *a, **kw)
+        keep = attention_mask[:, -logits_to_keep:].bool()
+        return (torch.where(keep, logps, torch.zeros_like(logps)), *rest)
+
+    trainer._get_per_token_logps_and_entropies = guarded

@@ -11,6 +11,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
+from shop_r1 import _compat
 from shop_r1.autoconfig import AutoPlan
 from shop_r1.config import GRPORunConfig
 from shop_r1.train_sft import common_training_kwargs, last_checkpoint
@@ -99,6 +100,7 @@ def train(
         processing_class=tokenizer,
         callbacks=[BindPolicyCallback(needs_policy, tokenizer), summary],
     )
+    _compat.guard_padded_logps(trainer)
     trainer.train(resume_from_checkpoint=last_checkpoint(cfg.output_dir) if resume else None)
     trainer.save_model(cfg.output_dir)
     tokenizer.save_pretrained(cfg.output_dir)
