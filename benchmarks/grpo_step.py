@@ -174,6 +174,7 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
             timer,
         ],
     )
+    _compat.guard_padded_logps(trainer)  # as train_grpo.train does
     if cuda:
         torch.cuda.reset_peak_memory_stats()
     trainer.train()
