@@ -365,3 +365,33 @@ def render_config(cfg: _RunConfig, source: dict[str, str]) -> str:
         origin = source.get(f.name, "default")
         lines.append(f"{f.name}: {value}  # [{origin}] {f.metadata['help']}")
     return "\n".join(lines) + "\n"
+
+
+RUN_CONFIG = "shop_r1_run.yaml"  # written by `shop-r1 train` into its output directory
+# What eval must repeat from training to rebuild the same held-out prompts.
+DATA_SETTINGS = ("seed", "test_fraction", "context", "max_prompt_tokens")
+
+
+def training_data_settings(model_dir: str | Path) -> tuple[Path, dict[str, Any]] | None:
+    """(file, split and prompt settings) of the run that wrote `model_dir`, or None when
+    it is not a directory `shop-r1 train` wrote. A malformed file is a ToolError naming it."""
+    from shop_r1_doctor.errors import ToolError
+    from shop_r1_doctor.yamlio import read_yaml as read_yaml_file
+
+    path = Path(model_dir) / RUN_CONFIG
+    if not path.is_file():
+        return None
+    _, values = read_yaml_file(path, "run config")
+    if not isinstance(values, dict):
+        raise ToolError(f"{path}: expected a mapping of config values")
+    out = {k: values[k] for k in DATA_SETTINGS if k in values}
+    checks = {
+        "seed": lambda v: isinstance(v, int) and not isinstance(v, bool),
+        "test_fraction": lambda v: isinstance(v, int | float) and 0 < v < 1,
+        "context": lambda v: v in ("full", "latest"),
+        "max_prompt_tokens": lambda v: v is None or (isinstance(v, int) and v > 0),
+    }
+    for key, value in out.items():
+        if not checks[key](value):
+            raise ToolError(f"{path}: {key}: unexpected value {value!r}")
+    return path, out

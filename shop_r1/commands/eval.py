@@ -31,13 +31,20 @@ def eval_command(
         "OPENAI_API_KEY", "--api-key-env", help="Env var holding the endpoint's API key."
     ),
     split: str = typer.Option("test", "--split", help="test | train | all (split by session)."),
-    test_fraction: float = typer.Option(
-        0.1, "--test-fraction", help="Share of sessions held out; must match training."
+    test_fraction: float | None = typer.Option(
+        None,
+        "--test-fraction",
+        help="Share of sessions held out (default: training's, read from the model "
+        "directory's shop_r1_run.yaml, else 0.1).",
     ),
-    seed: int = typer.Option(0, "--seed", help="Split seed; must match training."),
-    context: str = typer.Option("full", "--context", help="full (whole session) | latest."),
+    seed: int | None = typer.Option(
+        None, "--seed", help="Split seed (default: training's, else 0)."
+    ),
+    context: str | None = typer.Option(
+        None, "--context", help="full (whole session) | latest (default: training's, else full)."
+    ),
     max_prompt_tokens: int | None = typer.Option(
-        None, "--max-prompt-tokens", help="Prompt token budget; use training's value."
+        None, "--max-prompt-tokens", help="Prompt token budget (default: training's, else none)."
     ),
     max_new_tokens: int = typer.Option(256, "--max-new-tokens"),
     batch_size: int = typer.Option(16, "--batch-size", help="Local model: prompts per batch."),
@@ -54,7 +61,23 @@ def eval_command(
     from rich.console import Console
     from rich.progress import Progress
 
+    from shop_r1.config import training_data_settings
     from shop_r1.eval import EvalOptions, run_eval
+
+    given = {
+        "seed": seed,
+        "test_fraction": test_fraction,
+        "context": context,
+        "max_prompt_tokens": max_prompt_tokens,
+    }
+    found = training_data_settings(model) if model and Path(model).is_dir() else None
+    trained = found[1] if found else {}
+    taken = {k: v for k, v in trained.items() if given[k] is None}
+    if found and taken:
+        shown = ", ".join(f"{k}={v}" for k, v in taken.items())
+        typer.echo(f"from {found[0]}: {shown}", err=True)
+    defaults = {"seed": 0, "test_fraction": 0.1, "context": "full", "max_prompt_tokens": None}
+    s = {k: given[k] if given[k] is not None else trained.get(k, defaults[k]) for k in given}
 
     opts = EvalOptions(
         data=data,
@@ -64,8 +87,8 @@ def eval_command(
         served_model=served_model,
         api_key=os.environ.get(api_key_env) or None,
         split=split,
-        context=context,
-        max_prompt_tokens=max_prompt_tokens,
+        context=s["context"],
+        max_prompt_tokens=s["max_prompt_tokens"],
         max_new_tokens=max_new_tokens,
         batch_size=batch_size,
         concurrency=concurrency,
@@ -73,8 +96,8 @@ def eval_command(
         timeout=timeout,
         limit=limit,
         strict=not lenient,
-        test_fraction=test_fraction,
-        seed=seed,
+        test_fraction=s["test_fraction"],
+        seed=s["seed"],
         device=device,
     )
     opts.check()

@@ -53,7 +53,7 @@ def _run(
 ) -> None:
     from rich.console import Console
 
-    from shop_r1.config import CONFIG_CLASSES, load_config, parse_set, render_config
+    from shop_r1.config import CONFIG_CLASSES, RUN_CONFIG, load_config, parse_set, render_config
 
     console = Console()
     flags = {**flags, **parse_set(sets, CONFIG_CLASSES[command])}
@@ -94,6 +94,13 @@ def _run(
 
     from shop_r1 import train_grpo, train_sft
     from shop_r1.callbacks import render_summary
+
+    # The resolved config goes next to the weights before training starts: `--config` takes
+    # it back, and `shop-r1 eval --model <output_dir>` reads the split and prompt settings
+    # from it so held-out prompts are built the way training built them.
+    run_file = Path(cfg.output_dir) / RUN_CONFIG
+    run_file.parent.mkdir(parents=True, exist_ok=True)
+    run_file.write_text(render_config(cfg, source), encoding="utf-8")
 
     model, tokenizer = train_sft.load_model_and_tokenizer(cfg.model, prepared.plan)
     gpus = prepared.snapshot.get("gpus") or []

@@ -108,6 +108,58 @@ def test_cli_grpo_trains_a_tiny_local_model(tiny_model_dir, tmp_path):
     )
     assert moved > 0  # the optimizer stepped: the saved weights are not the initial ones
 
+    # The resolved config sits next to the weights: --config takes it back, and eval
+    # rebuilds held-out prompts the way training built them (context, budget, split).
+    from shop_r1.config import load_config
+
+    run_file = out / "shop_r1_run.yaml"
+    again, _ = load_config("grpo", yaml_path=run_file)
+    assert (again.context, again.max_prompt_tokens, again.max_steps) == ("latest", 100, 3)
+    sessions = tmp_path / "sessions.jsonl"
+    evaluated = CliRunner().invoke(
+        app,
+        [
+            "eval",
+            "--model",
+            str(out),
+            "--data",
+            str(sessions),
+            "--output-dir",
+            str(tmp_path / "ev"),
+            "--limit",
+            "2",
+            "--max-new-tokens",
+            "4",
+            "--split",
+            "all",
+        ],
+    )
+    assert evaluated.exit_code == 0, evaluated.output
+    assert f"from {run_file}: seed=0, test_fraction=0.1, context=latest, max_prompt_tokens=100" in (
+        evaluated.output
+    )
+    meta = json.loads((tmp_path / "ev" / "metrics.json").read_text())["eval"]
+    assert meta["context"] == "latest"
+    run_file.write_text("context: [unclosed\n")
+    broken = CliRunner().invoke(
+        app,
+        [
+            "eval",
+            "--model",
+            str(out),
+            "--data",
+            str(sessions),
+            "--output-dir",
+            str(tmp_path / "ev2"),
+            "--limit",
+            "1",
+        ],
+    )
+    # a ToolError: the CLI's entry point prints it as one line (file:line: what)
+    message = str(broken.exception)
+    assert type(broken.exception).__name__ == "ToolError", broken.exception
+    assert message.startswith(f"{run_file}:2: not valid YAML") and "\n" not in message
+
 
 def test_cli_grpo_stops_on_fewer_prompts_than_one_generation_batch(tiny_model_dir, tmp_path):
     # 3 sessions -> 10 training prompts; 64 completions / 2 per prompt = 32 prompts per batch
