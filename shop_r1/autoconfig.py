@@ -411,6 +411,7 @@ def _decide_grpo(
 
 def render_table(plan: AutoPlan, title: str = "auto-configuration") -> Any:
     """A rich Table: setting | value | reason."""
+    from rich.markup import escape
     from rich.table import Table
 
     table = Table(title=title, show_lines=False)
@@ -418,7 +419,9 @@ def render_table(plan: AutoPlan, title: str = "auto-configuration") -> Any:
     table.add_column("value")
     table.add_column("reason")
     for d in plan.decisions:
-        table.add_row(d.setting, str(d.value), d.reason)
+        # reasons quote import errors and pip extras ("[Errno 2]", "shop-r1[liger]"):
+        # plain text, not rich markup
+        table.add_row(d.setting, escape(str(d.value)), escape(d.reason))
     return table
 
 

@@ -117,3 +117,10 @@ def test_liger_off_for_grpo_cpu_broken_import_and_when_set():
     assert plan.liger_kernel is False and "No module named 'triton'" in reason
     forced = decide(_snap("h100"), SFTRunConfig(liger_kernel="on"), shape, seq_len=512)
     assert forced.liger_kernel is True
+
+
+def test_reasons_with_brackets_are_printed_verbatim():
+    snap = _snap("ada4090")
+    snap["imports"]["flash_attn"] = {"ok": False, "error": "OSError: [Errno 2] libcudart.so.12"}
+    text = render_text(decide(snap, SFTRunConfig(), KNOWN_SHAPES["0.5b"], seq_len=1024))
+    assert "[Errno 2]" in text and "'shop-r1[liger]'" in text
