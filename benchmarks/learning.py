@@ -90,6 +90,13 @@ def main() -> int:
     ap.add_argument(
         "--sft-from", help="start GRPO from this earlier run's sft/ directory (same data flags)"
     )
+    ap.add_argument(
+        "--grpo-set",
+        action="append",
+        default=[],
+        metavar="KEY=VALUE",
+        help="another GRPO config value (repeatable), e.g. binary_reward=true, dars=1",
+    )
     ap.add_argument("--eval-limit", type=int, help="held-out steps scored per stage")
     ap.add_argument("--use-vllm", choices=("auto", "on", "off"))
     args = ap.parse_args()
@@ -100,6 +107,10 @@ def main() -> int:
     for key in keys:
         if getattr(args, key) is not None:
             cfg = replace(cfg, **{key: getattr(args, key)})
+    if args.grpo_set:
+        from shop_r1.config import GRPORunConfig, parse_set
+
+        cfg = replace(cfg, extra=parse_set(args.grpo_set, GRPORunConfig))
     started = time.perf_counter()
     results = run_pipeline(cfg)
     results["mode"] = "tiny" if args.tiny else "gpu"

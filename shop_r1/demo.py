@@ -55,6 +55,7 @@ class PipelineConfig:
     # Start GRPO from this SFT output (`<out>/sft` of an earlier run with the same data
     # settings) instead of training SFT again, so GRPO settings compare from one SFT model.
     sft_from: str | None = None
+    # more GRPORunConfig values for ablations, e.g. {"binary_reward": True, "dars": 1.0}
     extra: dict[str, Any] = field(default_factory=dict)
 
 
@@ -217,6 +218,7 @@ def run_pipeline(cfg: PipelineConfig, *, log: Callable[[str], None] = _log) -> d
         use_vllm=cfg.use_vllm,
         save_steps=cfg.grpo_steps,
         **common,
+        **cfg.extra,
     )
     plan = decide(snapshot, grpo_cfg, shape, seq_len=prompt_len)
     results["grpo_summary"] = train_grpo.train(
