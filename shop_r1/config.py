@@ -300,16 +300,11 @@ def _type_errors(cfg: Any) -> list[str]:
 
 def read_yaml(path: Path, cls: type[_RunConfig]) -> dict[str, Any]:
     """The YAML file's values; unknown keys fail with file:line: key."""
-    try:
-        text = path.read_text(encoding="utf-8")
-        node = yaml.compose(text)
-        values = yaml.safe_load(text)
-    except OSError as exc:
-        raise ToolError(f"{path}: cannot read config ({exc.strerror}); check --config") from None
-    except yaml.YAMLError as exc:
-        mark = getattr(exc, "problem_mark", None)
-        where = f"{path}:{mark.line + 1}" if mark else str(path)
-        raise ToolError(f"{where}: not valid YAML ({getattr(exc, 'problem', exc)})") from None
+    from shop_r1_doctor.yamlio import SafeLoader
+    from shop_r1_doctor.yamlio import read_yaml as read_yaml_file
+
+    text, values = read_yaml_file(path, "config")  # one-line read / parse errors
+    node = yaml.compose(text, Loader=SafeLoader)  # for the line of an unknown key
     if values is None:
         return {}
     if not isinstance(values, dict) or node is None:
@@ -374,24 +369,27 @@ DATA_SETTINGS = ("seed", "test_fraction", "context", "max_prompt_tokens")
 
 def training_data_settings(model_dir: str | Path) -> tuple[Path, dict[str, Any]] | None:
     """(file, split and prompt settings) of the run that wrote `model_dir`, or None when
-    it is not a directory `shop-r1 train` wrote. A malformed file is a ToolError naming it."""
-    from shop_r1_doctor.errors import ToolError
+    it is not a directory `shop-r1 train` wrote. The file is read and validated like a
+    `--config` file; errors are one line naming it."""
     from shop_r1_doctor.yamlio import read_yaml as read_yaml_file
 
     path = Path(model_dir) / RUN_CONFIG
     if not path.is_file():
         return None
     _, values = read_yaml_file(path, "run config")
-    if not isinstance(values, dict):
-        raise ToolError(f"{path}: expected a mapping of config values")
-    out = {k: values[k] for k in DATA_SETTINGS if k in values}
-    checks = {
-        "seed": lambda v: isinstance(v, int) and not isinstance(v, bool),
-        "test_fraction": lambda v: isinstance(v, int | float) and 0 < v < 1,
-        "context": lambda v: v in ("full", "latest"),
-        "max_prompt_tokens": lambda v: v is None or (isinstance(v, int) and v > 0),
-    }
-    for key, value in out.items():
-        if not checks[key](value):
-            raise ToolError(f"{path}: {key}: unexpected value {value!r}")
-    return path, out
+    keys = set(values) if isinstance(values, dict) else set()
+    # the command that wrote it: the config class that knows every key
+    command = next(
+        (
+            c
+            for c, cls in CONFIG_CLASSES.items()
+            if keys <= {f.name for f in dataclasses.fields(cls)}
+        ),
+        "sft",
+    )
+    try:
+        cfg, _ = load_config(command, yaml_path=path)
+    except ToolError as exc:
+        text = str(exc)
+        raise ToolError(text if text.startswith(str(path)) else f"{path}: {text}") from None
+    return path, {k: getattr(cfg, k) for k in DATA_SETTINGS}

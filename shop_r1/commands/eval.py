@@ -70,14 +70,14 @@ def eval_command(
         "context": context,
         "max_prompt_tokens": max_prompt_tokens,
     }
+    settings = {k: v for k, v in given.items() if v is not None}  # else EvalOptions' defaults
     found = training_data_settings(model) if model and Path(model).is_dir() else None
-    trained = found[1] if found else {}
-    taken = {k: v for k, v in trained.items() if given[k] is None}
-    if found and taken:
-        shown = ", ".join(f"{k}={v}" for k, v in taken.items())
-        typer.echo(f"from {found[0]}: {shown}", err=True)
-    defaults = {"seed": 0, "test_fraction": 0.1, "context": "full", "max_prompt_tokens": None}
-    s = {k: given[k] if given[k] is not None else trained.get(k, defaults[k]) for k in given}
+    if found:
+        taken = {k: v for k, v in found[1].items() if k not in settings}
+        if taken:
+            shown = ", ".join(f"{k}={v}" for k, v in taken.items())
+            typer.echo(f"from {found[0]}: {shown}", err=True)
+        settings.update(taken)
 
     opts = EvalOptions(
         data=data,
@@ -87,8 +87,6 @@ def eval_command(
         served_model=served_model,
         api_key=os.environ.get(api_key_env) or None,
         split=split,
-        context=s["context"],
-        max_prompt_tokens=s["max_prompt_tokens"],
         max_new_tokens=max_new_tokens,
         batch_size=batch_size,
         concurrency=concurrency,
@@ -96,9 +94,8 @@ def eval_command(
         timeout=timeout,
         limit=limit,
         strict=not lenient,
-        test_fraction=s["test_fraction"],
-        seed=s["seed"],
         device=device,
+        **settings,
     )
     opts.check()
     console = Console(stderr=True)

@@ -116,24 +116,12 @@ def test_cli_grpo_trains_a_tiny_local_model(tiny_model_dir, tmp_path):
     again, _ = load_config("grpo", yaml_path=run_file)
     assert (again.context, again.max_prompt_tokens, again.max_steps) == ("latest", 100, 3)
     sessions = tmp_path / "sessions.jsonl"
-    evaluated = CliRunner().invoke(
-        app,
-        [
-            "eval",
-            "--model",
-            str(out),
-            "--data",
-            str(sessions),
-            "--output-dir",
-            str(tmp_path / "ev"),
-            "--limit",
-            "2",
-            "--max-new-tokens",
-            "4",
-            "--split",
-            "all",
-        ],
-    )
+
+    def evaluate(out_dir: str, *extra: str):
+        args = ["eval", "--model", str(out), "--data", str(sessions), "--output-dir", out_dir]
+        return CliRunner().invoke(app, [*args, "--limit", "2", "--max-new-tokens", "4", *extra])
+
+    evaluated = evaluate(str(tmp_path / "ev"), "--split", "all")
     assert evaluated.exit_code == 0, evaluated.output
     assert f"from {run_file}: seed=0, test_fraction=0.1, context=latest, max_prompt_tokens=100" in (
         evaluated.output
@@ -141,20 +129,7 @@ def test_cli_grpo_trains_a_tiny_local_model(tiny_model_dir, tmp_path):
     meta = json.loads((tmp_path / "ev" / "metrics.json").read_text())["eval"]
     assert meta["context"] == "latest"
     run_file.write_text("context: [unclosed\n")
-    broken = CliRunner().invoke(
-        app,
-        [
-            "eval",
-            "--model",
-            str(out),
-            "--data",
-            str(sessions),
-            "--output-dir",
-            str(tmp_path / "ev2"),
-            "--limit",
-            "1",
-        ],
-    )
+    broken = evaluate(str(tmp_path / "ev2"))
     # a ToolError: the CLI's entry point prints it as one line (file:line: what)
     message = str(broken.exception)
     assert type(broken.exception).__name__ == "ToolError", broken.exception

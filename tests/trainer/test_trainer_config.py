@@ -111,3 +111,18 @@ def test_printed_config_loads_back(tmp_path):
     path.write_text(render_config(cfg, source))
     again, _ = load_config("grpo", yaml_path=path)
     assert again == cfg
+
+
+def test_training_data_settings_read_like_a_config_file(tmp_path):
+    from shop_r1.config import RUN_CONFIG, load_config, render_config, training_data_settings
+    from shop_r1_doctor.errors import ToolError
+
+    assert training_data_settings(tmp_path) is None  # not a `shop-r1 train` output
+    cfg, source = load_config("grpo", flags={"context": "latest", "seed": 7})
+    (tmp_path / RUN_CONFIG).write_text(render_config(cfg, source))
+    path, got = training_data_settings(tmp_path)
+    assert got == {"seed": 7, "test_fraction": 0.1, "context": "latest", "max_prompt_tokens": None}
+    (tmp_path / RUN_CONFIG).write_text("context: sideways\n")
+    with pytest.raises(ToolError) as err:
+        training_data_settings(tmp_path)
+    assert str(err.value).startswith(f"{path}: ") and "context" in str(err.value)
