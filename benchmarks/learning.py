@@ -86,6 +86,7 @@ def main() -> int:
     ap.add_argument("--grpo-batch", type=int, help="completions per GRPO step")
     ap.add_argument("--grpo-generations", type=int, help="completions per prompt")
     ap.add_argument("--grpo-beta", type=float, help="KL weight")
+    ap.add_argument("--grpo-temperature", type=float, help="rollout sampling temperature")
     ap.add_argument("--sft-lr", type=float)
     ap.add_argument(
         "--sft-from", help="start GRPO from this earlier run's sft/ directory (same data flags)"
@@ -103,7 +104,8 @@ def main() -> int:
 
     cfg = replace(TINY if args.tiny else GPU, output_dir=args.out, seed=args.seed)
     keys = ("sessions", "sft_steps", "sft_lr", "grpo_steps", "grpo_lr", "grpo_batch")
-    keys += ("grpo_generations", "grpo_beta", "eval_limit", "use_vllm", "sft_from")
+    keys += ("grpo_generations", "grpo_beta", "grpo_temperature", "eval_limit", "use_vllm")
+    keys += ("sft_from",)
     for key in keys:
         if getattr(args, key) is not None:
             cfg = replace(cfg, **{key: getattr(args, key)})

@@ -86,14 +86,15 @@ def guard_padded_logps(trainer: Any) -> None:
     """TRL 1.16 (seen in 1.16.0) computes GRPO's KL term `exp(ref - logp) - ...` at every
     completion position and applies the completion mask afterwards. At padding both
     log-probs are unconstrained: once they differ by more than ~88 the exp is inf, and
-    `inf x 0` is NaN in the loss and in its gradient. The optimizer then writes NaN
-    weights and the next `generate()` dies with "probability tensor contains either
-    `inf`, `nan` or element < 0" (on an H100, at the same step of every run with the
-    paper's beta 0.001). Policy, old and reference log-probs all come from
-    `_get_per_token_logps_and_entropies`; setting them to 0 at padded completion
-    positions (`torch.where`: an exact 0 gradient there) makes every ratio and the KL
-    neutral at padding and leaves real tokens unchanged. Applied to one trainer instance;
-    remove when TRL masks before the exp."""
+    `inf x 0` is NaN in the loss and in its gradient, and the optimizer then writes NaN
+    weights (the next `generate()` dies with "probability tensor contains either `inf`,
+    `nan` or element < 0"). Reproduced on the CPU with TRL's own `_compute_loss`
+    (tests/trainer/test_trainer_grpo_padding.py); the H100 runs that died that way had
+    another cause, SDPA's backward (`guard_sdpa_padded_rows`). Policy, old and reference
+    log-probs all come from `_get_per_token_logps_and_entropies`; setting them to 0 at
+    padded completion positions (`torch.where`: an exact 0 gradient there) makes every
+    ratio and the KL neutral at padding and leaves real tokens unchanged. Applied to one
+    trainer instance; remove when TRL masks before the exp."""
     import torch
 
     inner = trainer._get_per_token_logps_and_entropies
@@ -106,3 +107,34 @@ def guard_padded_logps(trainer: Any) -> None:
         return (torch.where(keep, logps, torch.zeros_like(logps)), *rest)
 
     trainer._get_per_token_logps_and_entropies = guarded
+
+
+def guard_sdpa_padded_rows() -> None:
+    """Keep SDPA's backward finite for left-padded batches.
+
+    GRPO left-pads prompts. The query rows at the padding then attend to nothing (causal
+    mask AND padding mask is all False). transformers >= 5 no longer patches such rows
+    for torch >= 2.5 (its `allow_torch_fix` is a no-op), and torch's forward returns 0
+    there, but the memory-efficient CUDA kernel's backward can still give NaN for them:
+    their log-sum-exp is -inf (pytorch/pytorch#178251, #119320). Seen on an H100 with
+    torch 2.11: every forward finite, then layer 7's dQ NaN with 610 columns of left
+    padding (the first NaN gradient, located by hooks), after which the optimizer wrote
+    NaN into every weight. Letting a fully masked row attend to every key gives it a
+    finite log-sum-exp; its output is unused (no real query attends to a padded key, and
+    the loss masks padding), so real positions and their gradients are unchanged.
+    Registered through transformers' public `AttentionMaskInterface`, for the whole
+    process; idempotent. Remove once torch's kernel handles fully masked rows."""
+    from transformers.masking_utils import ALL_MASK_ATTENTION_FUNCTIONS, AttentionMaskInterface
+
+    current = ALL_MASK_ATTENTION_FUNCTIONS["sdpa"]
+    if getattr(current, "shop_r1_guard", False):
+        return
+
+    def sdpa_mask_no_empty_rows(*args: Any, **kwargs: Any) -> Any:
+        mask = current(*args, **kwargs)
+        if mask is None or mask.dtype.is_floating_point:
+            return mask  # None: is_causal path, no padding; float masks: not ours to edit
+        return mask | mask.logical_not().all(dim=-1, keepdim=True)
+
+    sdpa_mask_no_empty_rows.shop_r1_guard = True  # type: ignore[attr-defined]
+    AttentionMaskInterface.register("sdpa", sdpa_mask_no_empty_rows)

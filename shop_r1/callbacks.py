@@ -7,12 +7,14 @@ point), so nothing in TRL is patched.
 from __future__ import annotations
 
 import json
+import sys
 import time
 from pathlib import Path
 from typing import Any
 
 from transformers import TrainerCallback
 
+from shop_r1_doctor.errors import ToolError
 from shop_r1_doctor.memory import GIB, ModelShape, flops_per_token
 
 # Dense bf16 (fp16 on Turing) tensor-core peak per GPU, TFLOP/s, from vendor datasheets;
@@ -52,6 +54,63 @@ class BindPolicyCallback(TrainerCallback):
             reward.bind(model, self.tokenizer)
 
 
+class NonFiniteGradGuard(TrainerCallback):
+    """Drops an update whose gradients hold NaN/inf instead of writing NaN weights.
+
+    Seen on an H100 (GRPO, sdpa attention with a padding mask, fp32 masters under bf16
+    autocast): every forward was finite, yet one backward in some 40-80 steps gave NaN
+    gradients, and the optimizer then wrote NaN into every weight. The run died a step
+    later in `generate()` ("probability tensor contains either `inf`, `nan`...").
+    Mixed-precision trainers skip such steps (fp16 loss scaling does; Megatron and
+    DeepSpeed do); transformers' Trainer does not for bf16/fp32, so this does it from
+    `on_pre_optimizer_step` (after clipping, before `optimizer.step()`): the gradients
+    are zeroed, so the batch adds nothing (AdamW's momentum still moves the weights a
+    little). More than `max_consecutive` bad steps in a row is a broken run, not a rare
+    kernel failure: it stops with the code and a fix."""
+
+    def __init__(self, max_consecutive: int = 3) -> None:
+        self.max_consecutive = max_consecutive
+        self.skipped: list[int] = []  # optimizer steps (1-based) whose update was dropped
+        self.consecutive = 0
+
+    def on_pre_optimizer_step(
+        self, args: Any, state: Any, control: Any, model: Any = None, **kw: Any
+    ) -> None:
+        import torch
+
+        grads = [p.grad for p in model.parameters() if p.grad is not None]
+        if not grads:
+            return
+        bad = torch.stack([torch.isfinite(g).all() for g in grads]).logical_not().any()
+        if torch.distributed.is_available() and torch.distributed.is_initialized():
+            # ranks hold different shards: all must skip, or their weights diverge
+            flag = bad.to(torch.int32)
+            torch.distributed.all_reduce(flag, op=torch.distributed.ReduceOp.MAX)
+            bad = flag.bool()
+        if not bool(bad):
+            self.consecutive = 0
+            return
+        for g in grads:
+            g.zero_()
+        step = state.global_step + 1
+        self.skipped.append(step)
+        self.consecutive += 1
+        if state.is_world_process_zero:
+            print(
+                f"shop-r1: step {step}: NaN/inf gradients; update dropped "
+                f"({len(self.skipped)} so far)",
+                file=sys.stderr,
+                flush=True,
+            )
+        if self.consecutive > self.max_consecutive:
+            raise ToolError(
+                f"{self.consecutive} optimizer steps in a row had NaN/inf gradients (steps "
+                f"{self.skipped[-self.consecutive :]}); the weights are still finite, but the "
+                "run is not learning. Lower the learning rate, or set attention to eager "
+                "or flash_attention_2 instead of sdpa"
+            )
+
+
 class SummaryCallback(TrainerCallback):
     """Tokens/s, MFU and peak memory of the run; written to `summary.json`.
 
@@ -66,8 +125,10 @@ class SummaryCallback(TrainerCallback):
         gpu_name: str | None = None,
         n_gpus: int = 1,
         warmup_steps: int = 1,
+        guard: NonFiniteGradGuard | None = None,
     ) -> None:
         self.shape, self.seq_len = shape, seq_len
+        self.guard = guard
         self.gpu_name, self.n_gpus = gpu_name, n_gpus
         self.warmup_steps = warmup_steps
         self.start: float | None = None
@@ -126,6 +187,8 @@ class SummaryCallback(TrainerCallback):
             **{f"first_{k}": v for k, v in self.first.items()},
             **{f"last_{k}": v for k, v in self.last.items()},
         }
+        if self.guard and self.guard.skipped:
+            self.summary["skipped_nonfinite_steps"] = self.guard.skipped
         if self.curve:
             self.summary["reward_curve"] = self.curve
         if state.is_world_process_zero:

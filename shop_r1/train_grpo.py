@@ -84,11 +84,16 @@ def train(
     from datasets import Dataset
     from trl import GRPOTrainer
 
-    from shop_r1.callbacks import BindPolicyCallback, SummaryCallback
+    from shop_r1.callbacks import BindPolicyCallback, NonFiniteGradGuard, SummaryCallback
 
+    if plan.attn_implementation == "sdpa":
+        _compat.guard_sdpa_padded_rows()
     rewards = build_rewards(cfg) + list(extra_rewards)
     needs_policy = [r for r in rewards if hasattr(r, "bind")]
-    summary = SummaryCallback(shape, plan.seq_len, gpu_name=gpu_name, n_gpus=cfg.num_processes)
+    guard = NonFiniteGradGuard()
+    summary = SummaryCallback(
+        shape, plan.seq_len, gpu_name=gpu_name, n_gpus=cfg.num_processes, guard=guard
+    )
     dataset = Dataset.from_list(
         [{"prompt": r["prompt"], "gold_action": r["gold_action"]} for r in rows]
     )
@@ -98,7 +103,7 @@ def train(
         reward_funcs=rewards,
         train_dataset=dataset,
         processing_class=tokenizer,
-        callbacks=[BindPolicyCallback(needs_policy, tokenizer), summary],
+        callbacks=[BindPolicyCallback(needs_policy, tokenizer), summary, guard],
     )
     _compat.guard_padded_logps(trainer)
     trainer.train(resume_from_checkpoint=last_checkpoint(cfg.output_dir) if resume else None)

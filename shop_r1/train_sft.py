@@ -98,9 +98,12 @@ def train(
     from datasets import Dataset
     from trl import SFTTrainer
 
-    from shop_r1.callbacks import SummaryCallback
+    from shop_r1.callbacks import NonFiniteGradGuard, SummaryCallback
 
-    summary = SummaryCallback(shape, plan.seq_len, gpu_name=gpu_name, n_gpus=cfg.num_processes)
+    guard = NonFiniteGradGuard()
+    summary = SummaryCallback(
+        shape, plan.seq_len, gpu_name=gpu_name, n_gpus=cfg.num_processes, guard=guard
+    )
     dataset = Dataset.from_list(
         [{"prompt": r["prompt"], "completion": r["completion"]} for r in rows]
     )
@@ -109,7 +112,7 @@ def train(
         args=trl_config(cfg, plan),
         train_dataset=dataset,
         processing_class=tokenizer,
-        callbacks=[summary],
+        callbacks=[summary, guard],
     )
     trainer.train(resume_from_checkpoint=last_checkpoint(cfg.output_dir) if resume else None)
     trainer.save_model(cfg.output_dir)

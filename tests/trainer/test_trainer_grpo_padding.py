@@ -2,8 +2,9 @@
 
 Runs TRL's own `_compute_loss` on a tiny model with crafted rollouts: a reference
 log-prob far above the policy's at a PADDED position. TRL alone returns a NaN loss
-and NaN gradients there (what killed every H100 learning run at one step); guarded,
-the loss and every gradient are finite and the real tokens' loss is unchanged.
+and NaN gradients there; guarded, the loss and every gradient are finite and the real
+tokens' loss is unchanged. (The H100 learning runs that died at one step had another
+cause, SDPA's backward: see test_trainer_nan_guards.py.)
 """
 
 from __future__ import annotations

@@ -1,0 +1,161 @@
+"""The two guards against NaN weights in training (found on an H100, GRPO step 43):
+
+- `_compat.guard_sdpa_padded_rows`: left-padded query rows that attend to nothing get a
+  row of keys, so SDPA's memory-efficient backward has no -inf log-sum-exp to turn into
+  NaN. On the CPU the kernel that fails is not available, so these tests pin what the
+  fix must keep: no all-False row reaches SDPA, and real positions' logits and every
+  gradient are the same as without it.
+- `callbacks.NonFiniteGradGuard`: a real transformers `Trainer` run in which one batch
+  gives NaN gradients keeps finite weights, records the dropped step, and stops with a
+  one-line error when the failures repeat.
+"""
+
+from __future__ import annotations
+
+import math
+
+import pytest
+
+torch = pytest.importorskip("torch")
+pytest.importorskip("transformers")
+
+from shop_r1 import _compat  # noqa: E402
+from shop_r1.callbacks import NonFiniteGradGuard  # noqa: E402
+from shop_r1.tiny import model_from_config_dict, tiny_config_dict  # noqa: E402
+from shop_r1_doctor.errors import ToolError  # noqa: E402
+
+
+@pytest.fixture
+def restore_sdpa_mask():
+    from transformers.masking_utils import AttentionMaskInterface
+
+    saved = AttentionMaskInterface._global_mapping["sdpa"]
+    yield
+    AttentionMaskInterface._global_mapping["sdpa"] = saved
+
+
+def _left_padded_batch():
+    ids = torch.randint(3, 200, (3, 12), generator=torch.Generator().manual_seed(0))
+    mask = torch.ones(3, 12, dtype=torch.long)
+    mask[0, :7] = 0  # 7 left-padded positions: their query rows see no real key
+    mask[1, :2] = 0
+    return ids, mask
+
+
+def _forward_backward(model, ids, mask):
+    model.zero_grad()
+    logits = model(input_ids=ids, attention_mask=mask).logits
+    # the loss only reads real positions, as GRPO's completion mask does
+    loss = (logits.float().logsumexp(-1) * mask).sum()
+    loss.backward()
+    grads = {n: p.grad.clone() for n, p in model.named_parameters() if p.grad is not None}
+    return logits.detach(), grads
+
+
+def test_sdpa_guard_leaves_real_positions_and_gradients_unchanged(restore_sdpa_mask):
+    torch.manual_seed(0)
+    cfg = tiny_config_dict(vocab_size=256, hidden=32, layers=2, heads=4, kv_heads=2)
+    model = model_from_config_dict(cfg, attn_implementation="sdpa")
+    ids, mask = _left_padded_batch()
+    plain_logits, plain_grads = _forward_backward(model, ids, mask)
+
+    _compat.guard_sdpa_padded_rows()
+    _compat.guard_sdpa_padded_rows()  # idempotent: wraps once
+    guarded_logits, guarded_grads = _forward_backward(model, ids, mask)
+
+    real = mask.bool()
+    assert torch.allclose(plain_logits[real], guarded_logits[real], atol=1e-5)
+    assert plain_grads.keys() == guarded_grads.keys()
+    for name, grad in guarded_grads.items():
+        assert torch.isfinite(grad).all(), name
+        assert torch.allclose(grad, plain_grads[name], atol=1e-5), name
+
+
+def test_sdpa_guard_mask_has_no_empty_rows(restore_sdpa_mask):
+    from transformers.masking_utils import ALL_MASK_ATTENTION_FUNCTIONS, sdpa_mask
+
+    _, mask = _left_padded_batch()
+    plain = sdpa_mask(batch_size=3, q_length=12, kv_length=12, attention_mask=mask.bool())
+    assert (~plain).all(-1).any()  # transformers' own mask has rows that see nothing
+
+    _compat.guard_sdpa_padded_rows()
+    guarded = ALL_MASK_ATTENTION_FUNCTIONS["sdpa"](
+        batch_size=3, q_length=12, kv_length=12, attention_mask=mask.bool()
+    )
+    assert not (~guarded).all(-1).any()
+    # rows that saw a real key are untouched
+    keep = plain.any(-1, keepdim=True).expand_as(plain)
+    assert torch.equal(guarded[keep], plain[keep])
+    # no padding: transformers skips the mask (is_causal) and so does the guard
+    full = torch.ones(3, 12, dtype=torch.bool)
+    kw = dict(batch_size=3, q_length=12, kv_length=12, attention_mask=full)
+    assert ALL_MASK_ATTENTION_FUNCTIONS["sdpa"](**kw) is None
+
+
+class _Linear(torch.nn.Module):
+    """y = w.x; a NaN in one sample's x makes that batch's gradient NaN."""
+
+    def __init__(self):
+        super().__init__()
+        self.w = torch.nn.Parameter(torch.ones(4))
+
+    def forward(self, x, labels=None):
+        loss = ((x * self.w).sum(-1) - labels).pow(2).mean()
+        return {"loss": loss}
+
+
+def _train(tmp_path, bad_samples, steps=6):
+    from transformers import Trainer, TrainingArguments
+
+    rows = [{"x": [1.0, 2.0, 3.0, 4.0], "labels": 1.0} for _ in range(steps)]
+    for i in bad_samples:
+        rows[i]["x"] = [float("nan")] * 4
+    args = TrainingArguments(
+        output_dir=str(tmp_path),
+        per_device_train_batch_size=1,
+        max_steps=steps,
+        learning_rate=0.01,
+        use_cpu=True,
+        report_to=[],
+        save_strategy="no",
+        logging_steps=1,
+    )
+
+    class Rows(torch.utils.data.Dataset):
+        def __len__(self):
+            return len(rows)
+
+        def __getitem__(self, i):
+            return {"x": torch.tensor(rows[i]["x"]), "labels": torch.tensor(rows[i]["labels"])}
+
+    guard = NonFiniteGradGuard(max_consecutive=2)
+    model = _Linear()
+    trainer = Trainer(model=model, args=args, train_dataset=Rows(), callbacks=[guard])
+    trainer.get_train_dataloader = lambda: torch.utils.data.DataLoader(Rows(), batch_size=1)
+    trainer.train()
+    return model, guard
+
+
+def test_guard_drops_a_nan_update_and_training_goes_on(tmp_path):
+    model, guard = _train(tmp_path, bad_samples=[2])
+    assert guard.skipped == [3]
+    assert torch.isfinite(model.w).all()
+    assert not torch.equal(model.w.detach(), torch.ones(4))  # the good steps did train
+
+
+def test_guard_stops_a_run_that_keeps_failing(tmp_path):
+    with pytest.raises(ToolError, match=r"3 optimizer steps in a row had NaN/inf gradients"):
+        _train(tmp_path, bad_samples=[1, 2, 3])
+
+
+def test_without_the_guard_the_weights_go_nan(tmp_path):
+    """The failure the guard exists for: transformers' Trainer applies a NaN update."""
+    from transformers import Trainer, TrainingArguments
+
+    model = _Linear()
+    args = TrainingArguments(
+        output_dir=str(tmp_path), max_steps=1, use_cpu=True, report_to=[], save_strategy="no"
+    )
+    ds = [{"x": torch.full((4,), math.nan), "labels": torch.tensor(1.0)}]
+    Trainer(model=model, args=args, train_dataset=ds).train()
+    assert not torch.isfinite(model.w).all()
