@@ -4,7 +4,7 @@ Reports exact match, type accuracy and macro-F1 on held-out sessions for before-
 SFT / SFT+GRPO (the shape of the paper's Table 2), the per-type breakdown, and whether
 GRPO collapsed onto `terminate` (the paper's small-model failure).
 
-    python benchmarks/learning.py --out runs/learning          # H100: ~30M params, <= 8 min
+    python benchmarks/learning.py --out runs/learning          # H100: ~30M params, ~9 min
     python benchmarks/learning.py --tiny --out /tmp/learning   # CPU smoke run, ~2 min
 
 Nothing is downloaded: the tokenizer is learnt from the training sessions and the model is
@@ -25,24 +25,26 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 from shop_r1.demo import PipelineConfig, render_table, run_pipeline
 
 # ~29M params (8 x 512, vocab <= 8192): big enough to read whole sessions and copy element
-# names from the page, small enough for SFT + GRPO + 3 evals in about 6 minutes on an H100
-# (estimated, not yet measured: the lead runs it). 3000 sessions = ~15k SFT rows; 1200
-# steps x 32 rows = ~2.5 epochs. TRL tokenises the SFT rows on one CPU core first (~1 min).
+# names from the page, small enough for SFT + GRPO + 3 evals in under 10 minutes on an
+# H100. 3000 sessions = ~15k SFT rows; 700 steps x 32 rows = ~1.5 epochs (~230 s with
+# TRL's tokenisation). GRPO 120 steps x 64 completions: ~1.7 s per step. The README's
+# numbers ran these settings in two invocations (SFT + 60 GRPO steps, then
+# `--sft-from <out>/sft --grpo-steps 120`): benchmarks/results/h100_learning_attempts.md.
 GPU = PipelineConfig(
     sessions=3000,
     context="full",
     max_prompt_tokens=1024,
-    eval_limit=512,
+    eval_limit=768,
     vocab_size=8192,
     hidden=512,
     layers=8,
     heads=8,
     kv_heads=4,
     intermediate=1536,
-    sft_steps=1200,
+    sft_steps=700,
     sft_batch=32,
     sft_lr=1e-3,
-    grpo_steps=60,
+    grpo_steps=120,
     grpo_batch=64,
     grpo_generations=8,
     grpo_lr=2e-5,

@@ -173,8 +173,16 @@ class GRPORunConfig(_RunConfig):
     dars: float = _f(1000.0, "Difficulty-aware reward scaling of the value rewards (paper: 1000).")
     rouge_threshold: float = _f(0.75, "ROUGE-L above which a name/text earns credit (paper: 0.75).")
     binary_reward: bool = _f(False, "Ablation: 1 for an exact action, else 0.")
+    # Default 0, not the paper's 0.005: TRL scales advantages by each group's reward std,
+    # so in a group whose task rewards tie (38-65% of groups in the H100 learning runs)
+    # the tiny self-certainty differences alone set unit-size advantages, and GRPO trains
+    # confidence instead of actions: held-out exact fell 3 points with it and rose 3.5
+    # without it (benchmarks/results/h100_learning_attempts.md). The doctor warns
+    # (GRPO_SELF_CERTAINTY_GROUP_SCALED) when it is set with per-group scaling.
     self_certainty_weight: float = _f(
-        0.005, "alpha, weight of the rationale self-certainty reward."
+        0.0,
+        "alpha, weight of the rationale self-certainty reward (paper: 0.005; 0 = off, "
+        "see GRPO_SELF_CERTAINTY_GROUP_SCALED).",
     )
     use_vllm: Switch = _f("auto", "Generate with vLLM (auto: when it is installed and healthy).")
     vllm_mode: Literal["auto", "colocate", "server"] = _f(

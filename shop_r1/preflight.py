@@ -112,6 +112,8 @@ def plan_section(cfg: _RunConfig, plan: AutoPlan, shape: ModelShape, n_rows: int
     }
     if isinstance(cfg, GRPORunConfig):
         section["num_generations"] = cfg.num_generations
+        section["scale_rewards"] = cfg.scale_rewards
+        section["self_certainty_weight"] = cfg.self_certainty_weight
         section["generation_batch_size"] = plan.generation_batch_size
         if plan.use_vllm:
             section["vllm_mode"] = plan.vllm_mode

@@ -38,6 +38,8 @@ PLAN_FIELDS: dict[str, tuple[tuple[type, ...], tuple[Any, ...] | None, str]] = {
     "gradient_accumulation_steps": ((int,), None, "accumulation steps"),
     "steps_per_generation": ((int,), None, "GRPO steps per generation batch"),
     "num_generations": ((int,), None, "GRPO completions per prompt"),
+    "scale_rewards": ((str,), ("group", "batch", "none"), "TRL GRPO reward scaling"),
+    "self_certainty_weight": ((float, int), None, "weight of a confidence-style reward"),
     "dataset": ((str,), None, "dataset path or hf:// URL"),
     "dataset_rows": ((int,), None, "training rows"),
     "output_dir": ((str,), None, "where checkpoints go"),

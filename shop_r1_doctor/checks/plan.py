@@ -18,6 +18,7 @@ from shop_r1_doctor.checks._base import (
     pkg_installed,
     pkg_version,
     plan_bool,
+    plan_float,
     plan_get,
     plan_int,
     plan_str,
@@ -69,6 +70,27 @@ def liger_requested(facts: Facts) -> Iterator[Finding]:
         f"use_liger_kernel requested but {problem}",
         detail=detail,
         fix="pip install liger-kernel (Linux + CUDA: it needs Triton), or liger_kernel: off",
+    )
+
+
+def self_certainty_group_scaled(facts: Facts) -> Iterator[Finding]:
+    """A small reward term under per-group std scaling becomes a unit-size advantage in
+    every group whose task rewards tie: GRPO then trains that term (here: confidence)."""
+    weight = plan_float(facts, "self_certainty_weight")
+    scaling = plan_str(facts, "scale_rewards") or "group"  # TRL's default
+    if plan_str(facts, "task") != "grpo" or not weight or scaling != "group":
+        return
+    yield finding(
+        "GRPO_SELF_CERTAINTY_GROUP_SCALED",
+        f"self_certainty_weight {weight:g} with scale_rewards=group: the confidence term alone "
+        "sets the advantage in groups whose task rewards tie",
+        detail=(
+            "On an H100 (28M model, synthetic sessions) 38-65% of groups tied without it; "
+            "with it GRPO sharpened the rationale and held-out exact match fell 3 points "
+            "(16.1% -> 13.2%); without it the same SFT model rose to 19.7%."
+        ),
+        fix="self_certainty_weight: 0 (the trainer's default), or keep it and watch "
+        "held-out exact match, not the training reward",
     )
 
 
@@ -292,6 +314,7 @@ def _free_at_output(facts: Facts) -> int | None:
 CHECKS = (
     bf16_pre_ampere,
     liger_requested,
+    self_certainty_group_scaled,
     grpo_batch_divisible,
     tiny_dataset,
     server_same_gpu,

@@ -197,6 +197,10 @@ CASES: list[tuple[str, dict[str, Any]]] = [
     ),
     ("FA_REQUESTED_NOT_INSTALLED", {"plan": {"attn_implementation": "flash_attention_2"}}),
     (
+        "GRPO_SELF_CERTAINTY_GROUP_SCALED",
+        {"plan": {"task": "grpo", "self_certainty_weight": 0.005, "scale_rewards": "group"}},
+    ),
+    (
         "LIGER_REQUESTED_NOT_INSTALLED",
         {"plan": {"use_liger_kernel": True}, "packages": {"liger-kernel": None}},
     ),

@@ -101,3 +101,22 @@ def test_cli_stops_on_a_tiny_dataset_before_loading_the_model(tmp_path):
     assert result.exit_code == 1, result.output
     assert "TRAINER_ZERO_STEPS_TINY_DATASET" in result.output
     assert not (tmp_path / "out").exists()
+
+
+def test_self_certainty_under_group_scaling_is_flagged_only_when_set(tmp_path):
+    def codes(**kw):
+        cfg = GRPORunConfig(model="m", data="d", output_dir=str(tmp_path), **kw)
+        p = prepare(
+            cfg,
+            snapshot=_snap("cpu"),
+            rows=(_rows(64), []),
+            shape=KNOWN_SHAPES["0.5b"],
+            seq_len=256,
+        )
+        return [f.code for f in p.findings]
+
+    assert "GRPO_SELF_CERTAINTY_GROUP_SCALED" not in codes()  # the default is off
+    assert "GRPO_SELF_CERTAINTY_GROUP_SCALED" in codes(self_certainty_weight=0.005)
+    assert "GRPO_SELF_CERTAINTY_GROUP_SCALED" not in codes(
+        self_certainty_weight=0.005, scale_rewards="batch"
+    )
