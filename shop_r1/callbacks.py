@@ -81,7 +81,9 @@ class NonFiniteGradGuard(TrainerCallback):
         grads = [p.grad for p in model.parameters() if p.grad is not None]
         if not grads:
             return
-        bad = torch.stack([torch.isfinite(g).all() for g in grads]).logical_not().any()
+        # FSDP2 gradients are DTensors: check this rank's shard, then agree across ranks
+        local = [g.to_local() if hasattr(g, "to_local") else g for g in grads]
+        bad = torch.stack([torch.isfinite(g).all() for g in local]).logical_not().any()
         if torch.distributed.is_available() and torch.distributed.is_initialized():
             # ranks hold different shards: all must skip, or their weights diverge
             flag = bad.to(torch.int32)
