@@ -66,7 +66,7 @@ class NonFiniteGradGuard(TrainerCallback):
     `on_pre_optimizer_step` (after clipping, before `optimizer.step()`): the gradients
     are zeroed, so the batch adds nothing (AdamW's momentum still moves the weights a
     little). More than `max_consecutive` bad steps in a row is a broken run, not a rare
-    kernel failure: it stops with the code and a fix."""
+    kernel failure: it stops with a one-line error that says what to change."""
 
     def __init__(self, max_consecutive: int = 3) -> None:
         self.max_consecutive = max_consecutive

@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 
 from doctor_fakes import FAKEPKGS, GPU, dists, make_deps
+from doctor_replay import TORCH_KEYS
 
 from shop_r1_doctor.probes.torch_probe import probe_torch
 
@@ -23,16 +24,7 @@ def test_child_reports_the_contract_fields(tmp_path):
     sections, child, _ = _run(_deps(tmp_path), dists(torch="2.11.0+cu130"))
     assert child is not None and child.status == "ok"
     facts = sections["torch"]
-    for key in (
-        "version",
-        "cuda",
-        "cuda_available",
-        "device_count",
-        "arch_list",
-        "nccl",
-        "cxx11_abi",
-        "bf16_supported",
-    ):
+    for key in TORCH_KEYS:  # the snapshot contract's torch fields
         assert facts[key] == RECORDED[key], key
     assert facts["error"] is None
     assert facts["capabilities"] == ["9.0"]
