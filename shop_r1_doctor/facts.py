@@ -6,9 +6,14 @@ the tri-state helpers), an explicit null is "absent", a value is "present".
 
 from __future__ import annotations
 
+import posixpath
+import re
 from typing import Any
 
 from packaging.version import InvalidVersion, Version
+
+
+_WINDOWS_ABS = re.compile(r"^[A-Za-z]:[\\/]|^\\\\")
 
 
 def parse_version(text: Any) -> Version | None:
@@ -114,6 +119,17 @@ class Facts:
             if cc:
                 out.append(cc)
         return out
+
+    def probed_path(self, path: str) -> str:
+        """A plan's path in the probes' spelling: the host probe keys disk facts by absolute,
+        home-redacted paths, so a relative plan path is joined to the probed (redacted) cwd."""
+        if not path or path.startswith(("/", "~")) or _WINDOWS_ABS.match(path):
+            return path
+        paths = self.host.get("paths")
+        cwd = paths.get("cwd") if isinstance(paths, dict) else None
+        if not isinstance(cwd, str) or not cwd:
+            return path
+        return posixpath.normpath(posixpath.join(cwd, path))
 
     @property
     def os(self) -> str | None:

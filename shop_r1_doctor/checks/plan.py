@@ -296,7 +296,7 @@ def _free_at_output(facts: Facts) -> int | None:
     table = facts.host.get("disk_free_bytes")
     if not isinstance(table, dict):
         return None
-    out = plan_str(facts, "output_dir") or ""
+    out = facts.probed_path(plan_str(facts, "output_dir") or "")
     if isinstance(table.get(out), int):
         return int(table[out])
     best = None

@@ -145,7 +145,10 @@ def probe_host(deps: ProbeDeps) -> dict[str, Any]:
         "hf_cache": hf_cache_dir(env, home),
     }
     if deps.output_dir:
-        paths["output"] = str(deps.cwd / deps.output_dir)
+        # the spelling Facts.probed_path gives the plan's output_dir: ~ is the user's home
+        out = deps.output_dir
+        out = home + out[1:] if out == "~" or out.startswith("~/") else out
+        paths["output"] = str(deps.cwd / out)
     disk_free: dict[str, int] = {}
     for path in paths.values():
         try:

@@ -147,3 +147,44 @@ def test_the_audit_sees_an_orphaned_read(tmp_path: Path) -> None:
         "env SOME_UNKEPT_VAR (not kept by probes/env.py)",
         "plan field 'no_such_plan_field' (not in PLAN_FIELDS)",
     ]
+
+
+# The plan's output_dir and the host probe's disk table must be compared in one spelling:
+# relative plan paths resolve against the probed cwd, `~` is the redacted home.
+PATH_CASES = [
+    # (plan output_dir, probed cwd, disk table key, fires)
+    ("runs/sft", "~/proj", "~/proj/runs/sft", True),
+    ("./runs/sft", "~/proj", "~/proj/runs/sft", True),
+    ("runs/sft", "~/proj", "~/proj", True),  # the longest covering prefix
+    ("~/ckpt", "/srv", "~/ckpt", True),
+    ("/mnt/big/ckpt", "~/proj", "~/proj", False),  # another file system, not probed
+    ("runs/sft", "/other", "~/proj", False),
+]
+
+
+@pytest.mark.parametrize(("out", "cwd", "key", "fires"), PATH_CASES)
+def test_disk_check_reads_plan_paths_in_the_probes_spelling(out, cwd, key, fires):
+    from shop_r1_doctor.checks import run_checks
+
+    snapshot = {
+        "host": {"paths": {"cwd": cwd}, "disk_free_bytes": {key: 2 * 2**30}},
+        "plan": {"model_params": 1_500_000_000, "output_dir": out},
+    }
+    codes = [f.code for f in run_checks(snapshot)]
+    assert ("DISK_FULL_AT_CHECKPOINT" in codes) is fires
+
+
+def test_live_probe_and_check_agree_on_a_relative_output_dir(tmp_path):
+    """The probe's own table (real disk) with a relative plan path: the check finds it."""
+    from doctor_fakes import make_deps
+
+    from shop_r1_doctor.facts import Facts
+    from shop_r1_doctor.probes.host import probe_host
+
+    home = str(tmp_path)
+    deps = make_deps(tmp_path, cwd=tmp_path / "proj", home=home, output_dir="runs/sft")
+    (tmp_path / "proj").mkdir()
+    host = probe_host(deps)
+    facts = Facts({"host": host, "plan": {"output_dir": "runs/sft"}})
+    assert facts.probed_path("runs/sft") == "~/proj/runs/sft"
+    assert "~/proj/runs/sft" in host["disk_free_bytes"]
