@@ -12,7 +12,6 @@ from typing import Any
 
 from packaging.version import InvalidVersion, Version
 
-
 _WINDOWS_ABS = re.compile(r"^[A-Za-z]:[\\/]|^\\\\")
 
 
