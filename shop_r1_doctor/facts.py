@@ -58,8 +58,23 @@ class Facts:
 
     @property
     def gpus(self) -> list[dict[str, Any]]:
+        """NVML's (else nvidia-smi's) GPUs; when both listed none, the devices torch saw."""
         gpus = self.raw.get("gpus")
-        return [g for g in gpus if isinstance(g, dict)] if isinstance(gpus, list) else []
+        listed = [g for g in gpus if isinstance(g, dict)] if isinstance(gpus, list) else []
+        return listed or self.torch_gpus()
+
+    def torch_gpus(self) -> list[dict[str, Any]]:
+        """GPUs from torch's own device list (`source: torch`): a container without NVML,
+        or an nvidia-smi that failed, still leaves the capabilities torch initialised."""
+        t = self.torch
+        caps = t.get("capabilities") if t else None
+        if not isinstance(caps, list):
+            return []
+        return [
+            {"index": i, "compute_capability": cc, "source": "torch"}
+            for i, cc in enumerate(caps)
+            if isinstance(cc, str)
+        ]
 
     @property
     def torch(self) -> dict[str, Any] | None:
