@@ -384,3 +384,67 @@ def test_one_finding_per_fact() -> None:
         findings = run_checks(case.snapshot)
         keys = [(f.code, f.title) for f in findings]
         assert len(keys) == len(set(keys)), case.id
+
+
+def _driver_too_old_and_cuda_unavailable() -> dict[str, Any]:
+    return on(
+        H100,
+        set_("host.container", None),
+        set_("driver", {"version": "535.183.01", "cuda_version": "12.2", "source": "nvml"}),
+        set_("torch.cuda_available", False),
+        set_(
+            "torch.error",
+            "RuntimeError: The NVIDIA driver on your system is too old (found version 12020).",
+        ),
+        set_("torch.device_count", 0),
+        set_("torch.capabilities", []),
+    )
+
+
+def test_root_cause_takes_its_symptom_out_of_the_summary() -> None:
+    """TORCH_CUDA_UNAVAILABLE is documented 'when nothing else explains it': beside the
+    too-old driver that explains it, it is annotated and the summary counts one error."""
+    from shop_r1_doctor.diagnose import diagnose
+    from shop_r1_doctor.render.terminal import render_terminal
+
+    diagnosis = diagnose(_driver_too_old_and_cuda_unavailable())
+    by_code = {f.code: f for f in diagnosis.findings}
+    assert by_code["TORCH_CUDA_UNAVAILABLE"].explained_by == "DRIVER_TOO_OLD_FOR_TORCH_CUDA"
+    assert by_code["DRIVER_TOO_OLD_FOR_TORCH_CUDA"].explained_by is None
+    assert diagnosis.summary.errors == 1
+    assert diagnosis.exit_code == 1
+    text = render_terminal(diagnosis)
+    assert "follows from DRIVER_TOO_OLD_FOR_TORCH_CUDA" in text
+    assert "Doctor summary (profile: hopper): 1 error," in text
+    report = diagnosis.to_json()
+    assert report["summary"]["errors"] == 1
+    explained = [f for f in report["findings"] if f.get("explained_by")]
+    assert [f["code"] for f in explained] == ["TORCH_CUDA_UNAVAILABLE"]
+
+
+def test_a_symptom_alone_still_counts() -> None:
+    snap = on(_driver_too_old_and_cuda_unavailable(), set_("driver", H100["driver"]))
+    findings = run_checks(snap)
+    symptom = [f for f in findings if f.code == "TORCH_CUDA_UNAVAILABLE"]
+    assert symptom and symptom[0].explained_by is None
+
+
+def test_explains_names_only_known_codes(tmp_path: Path) -> None:
+    from shop_r1_doctor.errors import ToolError
+    from shop_r1_doctor.knowledge import parse_codes
+
+    data = {
+        "schema": "shop-r1.codes/1",
+        "codes": {
+            "A": {
+                "severity": "error",
+                "subject": "x",
+                "trigger": "t",
+                "fix": "f",
+                "urls": [],
+                "explains": ["B"],
+            },
+        },
+    }
+    with pytest.raises(ToolError, match=r"codes\.A\.explains.*B"):
+        parse_codes(data, "codes.yaml")
