@@ -6,9 +6,13 @@ the tri-state helpers), an explicit null is "absent", a value is "present".
 
 from __future__ import annotations
 
+import posixpath
+import re
 from typing import Any
 
 from packaging.version import InvalidVersion, Version
+
+_WINDOWS_ABS = re.compile(r"^[A-Za-z]:[\\/]|^\\\\")
 
 
 def parse_version(text: Any) -> Version | None:
@@ -54,8 +58,23 @@ class Facts:
 
     @property
     def gpus(self) -> list[dict[str, Any]]:
+        """NVML's (else nvidia-smi's) GPUs; when both listed none, the devices torch saw."""
         gpus = self.raw.get("gpus")
-        return [g for g in gpus if isinstance(g, dict)] if isinstance(gpus, list) else []
+        listed = [g for g in gpus if isinstance(g, dict)] if isinstance(gpus, list) else []
+        return listed or self.torch_gpus()
+
+    def torch_gpus(self) -> list[dict[str, Any]]:
+        """GPUs from torch's own device list (`source: torch`): a container without NVML,
+        or an nvidia-smi that failed, still leaves the capabilities torch initialised."""
+        t = self.torch
+        caps = t.get("capabilities") if t else None
+        if not isinstance(caps, list):
+            return []
+        return [
+            {"index": i, "compute_capability": cc, "source": "torch"}
+            for i, cc in enumerate(caps)
+            if isinstance(cc, str)
+        ]
 
     @property
     def torch(self) -> dict[str, Any] | None:
@@ -114,6 +133,17 @@ class Facts:
             if cc:
                 out.append(cc)
         return out
+
+    def probed_path(self, path: str) -> str:
+        """A plan's path in the probes' spelling: the host probe keys disk facts by absolute,
+        home-redacted paths, so a relative plan path is joined to the probed (redacted) cwd."""
+        if not path or path.startswith(("/", "~")) or _WINDOWS_ABS.match(path):
+            return path
+        paths = self.host.get("paths")
+        cwd = paths.get("cwd") if isinstance(paths, dict) else None
+        if not isinstance(cwd, str) or not cwd:
+            return path
+        return posixpath.normpath(posixpath.join(cwd, path))
 
     @property
     def os(self) -> str | None:

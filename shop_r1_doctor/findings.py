@@ -25,10 +25,13 @@ class Finding:
     fix: str = ""
     urls: tuple[str, ...] = ()
     subject: str = "general"
+    explained_by: str | None = None  # the code of a root cause found on the same machine
 
     def to_json(self) -> dict[str, Any]:
         data = asdict(self)
         data["urls"] = list(self.urls)
+        if self.explained_by is None:
+            del data["explained_by"]  # optional key of shop-r1.report/1
         return data
 
 
@@ -40,6 +43,8 @@ class Summary:
 
     @classmethod
     def of(cls, findings: list[Finding]) -> Summary:
+        """Counts root causes: a symptom whose cause was also found is not counted twice."""
+        findings = [f for f in findings if f.explained_by is None]
         return cls(
             errors=sum(f.severity == "error" for f in findings),
             warnings=sum(f.severity == "warning" for f in findings),

@@ -8,6 +8,7 @@ then infos; within a severity, registry order.
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Callable, Iterable
 from typing import Any
 
@@ -29,6 +30,7 @@ from shop_r1_doctor.checks import (
 from shop_r1_doctor.checks._base import finding
 from shop_r1_doctor.facts import Facts
 from shop_r1_doctor.findings import SEVERITIES, Finding
+from shop_r1_doctor.knowledge import load_codes
 
 Check = Callable[[Facts], Iterable[Finding]]
 
@@ -71,9 +73,26 @@ def run_checks(facts: Facts | dict[str, Any], checks: Iterable[Check] = REGISTRY
                     detail="The other checks ran. This is a bug in shop-r1, not in your environment.",
                 )
             )
-    unique = list(dict.fromkeys(found))
+    unique = link_causes(list(dict.fromkeys(found)))
     rank = {s: i for i, s in enumerate(SEVERITIES)}
     return sorted(unique, key=lambda f: rank.get(f.severity, len(rank)))
+
+
+def link_causes(findings: list[Finding]) -> list[Finding]:
+    """Mark each finding that another one found on this machine explains (codes.yaml's
+    `explains`): it stays in the report, annotated, and leaves the summary."""
+    codes = load_codes()
+    present = {f.code for f in findings}
+    cause_of: dict[str, str] = {}
+    for code in present:
+        info = codes.get(code)
+        for symptom in info.explains if info else ():
+            if symptom in present:
+                cause_of.setdefault(symptom, code)
+    return [
+        dataclasses.replace(f, explained_by=cause_of[f.code]) if f.code in cause_of else f
+        for f in findings
+    ]
 
 
 __all__ = ["REGISTRY", "Check", "check_name", "run_checks"]

@@ -54,7 +54,23 @@ def gpu_cc(gpu: dict[str, Any]) -> CC | None:
 
 def gpu_name(gpu: dict[str, Any]) -> str:
     name = gpu.get("name")
-    return name if isinstance(name, str) and name else f"GPU {gpu.get('index', '?')}"
+    if isinstance(name, str) and name:
+        return name
+    if gpu.get("source") == "torch":  # say where the fact came from: NVML/nvidia-smi failed
+        return (
+            f"GPU {gpu.get('index', '?')} (cc {gpu.get('compute_capability')}, seen by torch only)"
+        )
+    return f"GPU {gpu.get('index', '?')}"
+
+
+def gpu_free_bytes(gpu: dict[str, Any]) -> int | None:
+    """Memory a new process can still take: in a container NVML lists no other processes,
+    so the memory already in use is the only sign of them."""
+    total = gpu.get("memory_total_bytes")
+    if not isinstance(total, int):
+        return None
+    used = gpu.get("memory_used_bytes")
+    return total - used if isinstance(used, int) and 0 <= used <= total else total
 
 
 def gpu_names(gpus: Iterable[dict[str, Any]]) -> str:

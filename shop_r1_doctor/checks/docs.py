@@ -41,8 +41,14 @@ def render_markdown() -> str:
             if info.log_only != log_only:
                 continue
             urls = " ".join(f"<{u}>" for u in info.urls)
+            trigger = info.trigger + (
+                f". Root cause of {', '.join(f'`{c}`' for c in info.explains)}: when both "
+                "are found, those follow from this one and leave the summary"
+                if info.explains
+                else ""
+            )
             lines.append(
-                f"| `{info.code}` | {info.severity} | {info.subject} | {_cell(info.trigger)} "
+                f"| `{info.code}` | {info.severity} | {info.subject} | {_cell(trigger)} "
                 f"| {_cell(info.fix)} | {urls} |"
             )
         lines.append("")

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Iterator
+from typing import Any
 
 from packaging.version import Version
 
@@ -174,6 +175,7 @@ def gpu_processes(facts: Facts) -> Iterator[Finding]:
     for gpu in facts.gpus:
         procs = [p for p in gpu.get("processes") or [] if isinstance(p, dict)]
         if not procs:
+            yield from _busy_unseen(gpu)
             continue
         vllm = [p for p in procs if str(p.get("name", "")).startswith(VLLM_PROCESS_PREFIXES)]
         total = gpu.get("memory_total_bytes")
@@ -195,6 +197,25 @@ def gpu_processes(facts: Facts) -> Iterator[Finding]:
                 detail=", ".join(f"{p.get('name')} (pid {p.get('pid')})" for p in procs),
                 fix=f"stop those processes (kill {pids}) or train on another GPU",
             )
+
+
+def _busy_unseen(gpu: dict[str, Any]) -> Iterator[Finding]:
+    """Memory in use with no process listed: another container or PID namespace holds it
+    (NVML shows only this namespace's processes), so memory is the only sign."""
+    total, used = gpu.get("memory_total_bytes"), gpu.get("memory_used_bytes")
+    if not isinstance(gpu.get("processes"), list):
+        return  # the probe could not list processes: unknown, not "none"
+    if not (isinstance(total, int) and isinstance(used, int)) or used <= BUSY_FRACTION * total:
+        return
+    label = f"{gpu_name(gpu)} (GPU {gpu.get('index', '?')})"
+    yield finding(
+        "GPU_BUSY_OTHER_PROCESSES",
+        f"{bytes_gib(used)} of {bytes_gib(total)} on {label} is in use by processes this "
+        "machine cannot see",
+        detail="No process is listed (a container sees only its own PID namespace): another "
+        "container or job holds the memory, and this run gets only the rest.",
+        fix="find the job on the host (nvidia-smi there) and stop it, or train on another GPU",
+    )
 
 
 CHECKS = (driver_vs_cuda_build, gpu_runtime_in_container, visible_devices, gpu_processes)

@@ -117,8 +117,8 @@ def consumer_p2p(facts: Facts) -> Iterator[Finding]:
         for g in visible_gpus(facts)
         if any(s in str(g.get("name", "")) for s in ("RTX 40", "RTX 50"))
     ]
-    if len(gpus) < 2 or facts.env_value("NCCL_P2P_DISABLE") is not None:
-        return
+    if len(gpus) < 2 or not facts.known("env") or facts.env_value("NCCL_P2P_DISABLE") is not None:
+        return  # an unknown environment may well set NCCL_P2P_DISABLE
     if facts.plan and world_size(facts) < 2:
         return
     yield finding(

@@ -8,6 +8,7 @@ from __future__ import annotations
 import re
 from collections.abc import Iterator
 from pathlib import PurePosixPath
+from urllib.parse import urlsplit
 
 from shop_r1_doctor.checks._base import (
     bytes_gib,
@@ -230,10 +231,19 @@ def server_unreachable(facts: Facts) -> Iterator[Finding]:
     no_proxy = (facts.env_value("NO_PROXY") or "") + "," + (facts.env_value("no_proxy") or "")
     local = (host or "127.0.0.1") in LOCAL_HOSTS or any(h in url for h in LOCAL_HOSTS)
     if proxy and local and not any(h in no_proxy for h in LOCAL_HOSTS):
+        # A proxy on another machine cannot reach this machine's 127.0.0.1: certain failure.
+        # A local one (a desktop VPN client, say) often forwards loopback: a warning.
+        proxy_host = urlsplit(proxy if "//" in proxy else f"//{proxy}").hostname or ""
+        remote = proxy_host not in LOCAL_HOSTS
         yield finding(
             "TRL_VLLM_SERVER_UNREACHABLE",
-            "HTTP(S)_PROXY is set without NO_PROXY for localhost: requests to the vLLM server go to the proxy",
-            severity="warning",
+            "HTTP(S)_PROXY is set without NO_PROXY for localhost: requests to the vLLM server go to "
+            + (
+                f"the proxy at {proxy_host}, which cannot reach this machine's 127.0.0.1"
+                if remote
+                else "the proxy"
+            ),
+            severity="error" if remote else "warning",
             fix="export NO_PROXY=localhost,127.0.0.1 no_proxy=localhost,127.0.0.1",
         )
 
@@ -296,7 +306,7 @@ def _free_at_output(facts: Facts) -> int | None:
     table = facts.host.get("disk_free_bytes")
     if not isinstance(table, dict):
         return None
-    out = plan_str(facts, "output_dir") or ""
+    out = facts.probed_path(plan_str(facts, "output_dir") or "")
     if isinstance(table.get(out), int):
         return int(table[out])
     best = None

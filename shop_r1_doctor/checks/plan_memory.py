@@ -13,6 +13,7 @@ from typing import Any
 from shop_r1_doctor.checks._base import (
     bytes_gib,
     finding,
+    gpu_free_bytes,
     gpu_name,
     plan_bool,
     plan_float,
@@ -69,10 +70,12 @@ def model_fits(facts: Facts) -> Iterator[Finding]:
 
     shape, settings, total = setup
     colocate = uses_vllm(facts) and plan_str(facts, "vllm_mode") == "colocate"
+    # memory already in use (other jobs, unseen from a container) is not there for training
+    free = min(f for g in visible_gpus(facts) if (f := gpu_free_bytes(g)) is not None)
     budget = (
-        total * (1 - (plan_float(facts, "vllm_gpu_memory_utilization") or TRL_COLOCATE_UTIL))
+        free - total * (plan_float(facts, "vllm_gpu_memory_utilization") or TRL_COLOCATE_UTIL)
         if colocate
-        else total
+        else free
     )
     best = memory.estimate_training_memory(
         shape, **{**settings, "micro_batch": 1, "grad_checkpointing": True, "chunked_loss": True}

@@ -15,8 +15,13 @@ TMP_LOW = 10 * GIB
 
 
 def _ray(facts: Facts) -> dict[str, Any] | None:
+    """The Ray probe's section; else what the package list knows (a pasted `pip list`, a
+    probe that timed out): Ray is installed, its cluster state unknown."""
     value = facts.raw.get("ray")
-    return value if isinstance(value, dict) else None
+    if isinstance(value, dict):
+        return value
+    version = facts.version("ray")
+    return {"version": str(version), "source": "packages"} if version else None
 
 
 def ray_windows(facts: Facts) -> Iterator[Finding]:

@@ -40,6 +40,11 @@ def run_doctor(
         # The checks' knowledge (YAML) loads while the torch child runs.
         snapshot = collect_snapshot(fast=fast, deps=deps, timeout=timeout, on_started=warm_up)
     if plan is not None:
+        if snapshot_file is None and isinstance(plan.get("output_dir"), str):
+            # the probes key disk facts by home-redacted paths: compare like with like
+            from shop_r1_doctor.redact import redact_home
+
+            plan = {**plan, "output_dir": redact_home(plan["output_dir"])}
         snapshot["plan"] = plan
     if save is not None:
         save_snapshot(snapshot, save)

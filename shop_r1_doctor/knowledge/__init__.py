@@ -437,6 +437,8 @@ class CodeInfo:
     fix: str
     urls: tuple[str, ...]
     log_only: bool = False
+    # codes this one is the root cause of: when both fire, the symptom leaves the summary
+    explains: tuple[str, ...] = ()
 
 
 def parse_codes(data: Any, file: str) -> dict[str, CodeInfo]:
@@ -460,7 +462,12 @@ def parse_codes(data: Any, file: str) -> dict[str, CodeInfo]:
             fix=r.get(item, "fix", w),
             urls=tuple(urls),
             log_only=bool(r.opt(item, "log_only", w, bool)),
+            explains=tuple(r.opt(item, "explains", w, list) or ()),
         )
+    for code, info in out.items():
+        unknown = [c for c in info.explains if c not in out or c == code]
+        if unknown:
+            raise r.fail(f"codes.{code}.explains", f"unknown code(s): {', '.join(unknown)}")
     return out
 
 

@@ -9,6 +9,7 @@ from pathlib import Path
 from typing import Any
 
 from shop_r1_doctor.probes.deps import ProbeDeps
+from shop_r1_doctor.probes.fabric import probe_fabric
 from shop_r1_doctor.redact import redact_home
 
 
@@ -144,7 +145,10 @@ def probe_host(deps: ProbeDeps) -> dict[str, Any]:
         "hf_cache": hf_cache_dir(env, home),
     }
     if deps.output_dir:
-        paths["output"] = str(deps.cwd / deps.output_dir)
+        # the spelling Facts.probed_path gives the plan's output_dir: ~ is the user's home
+        out = deps.output_dir
+        out = home + out[1:] if out == "~" or out.startswith("~/") else out
+        paths["output"] = str(deps.cwd / out)
     disk_free: dict[str, int] = {}
     for path in paths.values():
         try:
@@ -154,13 +158,14 @@ def probe_host(deps: ProbeDeps) -> dict[str, Any]:
     names = getattr(os, "confstr_names", {})  # macOS has confstr but no glibc name
     libc = os.confstr("CS_GNU_LIBC_VERSION") if "CS_GNU_LIBC_VERSION" in names else None
     encoding = getattr(sys.stdout, "encoding", None)
+    wsl = wsl_version(_read(deps, "/proc/version")) if plat.system == "linux" else None
     return {
         "os": plat.system,
         "os_release": os_release(deps),
         "kernel": plat.release,
         "arch": plat.machine,
         "libc": libc,
-        "wsl": wsl_version(_read(deps, "/proc/version")) if plat.system == "linux" else None,
+        "wsl": wsl,
         "container": container_kind(deps) if plat.system == "linux" else None,
         "cpu_count": os.cpu_count(),
         "cpu_usable": len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else None,
@@ -172,4 +177,5 @@ def probe_host(deps: ProbeDeps) -> dict[str, Any]:
         "windows_long_paths": windows_long_paths(plat.system),
         "stdout_encoding": encoding.lower() if isinstance(encoding, str) else None,
         "python": _python(deps),
+        **(probe_fabric(deps, wsl) if plat.system == "linux" else {}),
     }

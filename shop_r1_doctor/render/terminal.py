@@ -133,6 +133,8 @@ def _state(findings: list[Finding], probe_states: list[str]) -> str:
 
 def _finding_lines(f: Finding, sym: Symbols, verbose: bool) -> list[str]:
     lines = [f"    {sym.finding.get(f.severity, sym.bullet)} {f.title} [{f.code}]"]
+    if f.explained_by:
+        lines.append(f"      follows from {f.explained_by}: fix that first")
     if f.detail:
         lines += [f"      {line}" for line in f.detail.splitlines() if line.strip()]
     if f.fix:

@@ -99,7 +99,16 @@ CASES: list[tuple[str, dict[str, Any]]] = [
             "driver": {"version": "550.54.14", "cuda_version": "12.4"},
         },
     ),
-    ("DOCKER_GPU_RUNTIME_MISSING", {"host": {"container": "docker"}, "gpus": [], "driver": None}),
+    (
+        "DOCKER_GPU_RUNTIME_MISSING",
+        {
+            "host": {"container": "docker"},
+            "gpus": [],
+            "driver": None,
+            # without the runtime torch sees no device either (else torch's list is the GPU)
+            "torch": {"cuda_available": False, "device_count": 0, "capabilities": []},
+        },
+    ),
     ("CUDA_VISIBLE_DEVICES_HIDES_GPUS", {"env": {"CUDA_VISIBLE_DEVICES": ""}}),
     ("CUDA_VISIBLE_DEVICES_HIDES_GPUS", {"env": {"CUDA_VISIBLE_DEVICES": "3"}}),
     (
