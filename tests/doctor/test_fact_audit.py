@@ -13,102 +13,38 @@ The audit is static on purpose: a dynamic one only sees the branches a fixture r
 
 from __future__ import annotations
 
-import ast
-import re
 from pathlib import Path
 
 import pytest
-import yaml
 
-import shop_r1_doctor
+from shop_r1_doctor.checks import inputs
 from shop_r1_doctor.plan import PLAN_FIELDS
 from shop_r1_doctor.probes.env import relevant
 
-PKG = Path(shop_r1_doctor.__file__).parent
-CHECKS = sorted((PKG / "checks").glob("*.py"))
-PROBES = sorted((PKG / "probes").glob("*.py"))
-PLAN_READERS = {"plan_get", "plan_int", "plan_float", "plan_str", "plan_bool"}
-ENV_READERS = {"env_value", "env_set"}
-# Accessors of `Facts` and the check helpers whose first argument names a package or an
-# import: those come from the packages/imports probes, which record every distribution.
-NAME_READERS = {"package", "installed", "version", "requires", "import_ok", "import_error"}
-NAME_READERS |= {"pkg", "pkg_known", "pkg_installed", "pkg_version", "pkg_requires"}
+DOCS = Path(__file__).parents[2] / "docs" / "check-inputs.md"
 
 
-def _literal(node: ast.AST) -> str | None:
-    if isinstance(node, ast.Constant) and isinstance(node.value, str):
-        return node.value
-    return None
-
-
-def reads(path: Path) -> tuple[set[str], set[str], set[str], set[str]]:
-    """(fact keys, env names, plan fields, keys the module builds itself) read in `path`."""
-    keys: set[str] = set()
-    env: set[str] = set()
-    plan: set[str] = set()
-    built: set[str] = set()
-    for node in ast.walk(ast.parse(path.read_text())):
-        if isinstance(node, ast.Dict):
-            built |= {k for k in map(_literal, node.keys) if k}  # type: ignore[arg-type]
-        if isinstance(node, ast.Call):
-            func = node.func
-            name = func.attr if isinstance(func, ast.Attribute) else getattr(func, "id", "")
-            args = [_literal(a) for a in node.args]
-            if name in ENV_READERS:
-                env |= {a for a in args if a}
-            elif name in PLAN_READERS:
-                plan |= {a for a in args if a}
-            elif name == "get" and args and args[0]:
-                keys.add(args[0])
-            elif name in NAME_READERS:
-                continue
-        elif isinstance(node, ast.Subscript) and (key := _literal(node.slice)):
-            if isinstance(node.ctx, ast.Store):
-                built.add(key)
-            else:
-                keys.add(key)
-    return keys, env, plan, built
-
-
-def knowledge_keys() -> set[str]:
-    out: set[str] = set()
-
-    def walk(value: object) -> None:
-        if isinstance(value, dict):
-            out.update(str(k) for k in value)
-            for v in value.values():
-                walk(v)
-        elif isinstance(value, list):
-            for v in value:
-                walk(v)
-
-    for path in sorted((PKG / "knowledge").glob("*.yaml")):
-        walk(yaml.safe_load(path.read_text()))
-    return out
-
-
-def probe_text() -> str:
-    return "\n".join(p.read_text() for p in PROBES)
-
-
-def orphans(kinds: tuple[str, ...] = ("fact", "env", "plan")) -> dict[str, list[str]]:
-    text = probe_text()
-    known = knowledge_keys()
+def orphans(
+    kinds: tuple[str, ...] = ("fact", "env", "plan"), modules: list[Path] | None = None
+) -> dict[str, list[str]]:
     found: dict[str, list[str]] = {}
-    for path in CHECKS:
-        keys, env, plan, built = reads(path)
-        keys = keys if "fact" in kinds else set()
-        env = env if "env" in kinds else set()
-        plan = plan if "plan" in kinds else set()
-        for key in sorted(keys - known - built):
-            if not re.search(rf"[\"']{re.escape(key)}[\"']", text):
-                found.setdefault(path.name, []).append(f"fact {key!r}")
-        for name in sorted(env):
-            if not relevant(name):
-                found.setdefault(path.name, []).append(f"env {name} (not kept by probes/env.py)")
-        for field in sorted(plan - set(PLAN_FIELDS)):
-            found.setdefault(path.name, []).append(f"plan field {field!r} (not in PLAN_FIELDS)")
-    return found
+    for path in modules or inputs.check_modules():
+        for name, r in inputs.check_reads(path).items():
+            where = f"{path.stem}.{name}"
+            if "fact" in kinds:
+                found.setdefault(where, []).extend(
+                    f"fact {k!r}" for k in sorted(r.facts) if not inputs.probe_writers(k)
+                )
+            if "env" in kinds:
+                found.setdefault(where, []).extend(
+                    f"env {n} (not kept by probes/env.py)" for n in sorted(r.env) if not relevant(n)
+                )
+            if "plan" in kinds:
+                found.setdefault(where, []).extend(
+                    f"plan field {f!r} (not in PLAN_FIELDS)"
+                    for f in sorted(r.plan - set(PLAN_FIELDS))
+                )
+    return {k: v for k, v in found.items() if v}
 
 
 def test_every_fact_a_check_reads_is_written_by_a_probe() -> None:
@@ -130,23 +66,25 @@ def test_the_audit_sees_an_orphaned_read(tmp_path: Path) -> None:
         "    env_value(facts, 'SOME_UNKEPT_VAR')\n"
         "    plan_int(facts, 'no_such_plan_field')\n"
     )
-    keys, env, plan, _ = reads(planted)
-    assert "gpu_direct_rdma_enabled" in keys
-    assert not re.search(r"[\"']gpu_direct_rdma_enabled[\"']", probe_text())
-    assert env == {"SOME_UNKEPT_VAR"} and not relevant("SOME_UNKEPT_VAR")
-    assert plan == {"no_such_plan_field"} and "no_such_plan_field" not in PLAN_FIELDS
-    global CHECKS
-    saved = CHECKS
-    CHECKS = [*saved, planted]
-    try:
-        report = orphans()
-    finally:
-        CHECKS = saved
-    assert report["planted.py"] == [
-        "fact 'gpu_direct_rdma_enabled'",
-        "env SOME_UNKEPT_VAR (not kept by probes/env.py)",
-        "plan field 'no_such_plan_field' (not in PLAN_FIELDS)",
-    ]
+    assert orphans(modules=[planted]) == {
+        "planted.c": [
+            "fact 'gpu_direct_rdma_enabled'",
+            "env SOME_UNKEPT_VAR (not kept by probes/env.py)",
+            "plan field 'no_such_plan_field' (not in PLAN_FIELDS)",
+        ]
+    }
+
+
+def test_helpers_reads_count_for_the_check_that_calls_them() -> None:
+    reads = inputs.check_reads(inputs.CHECKS_DIR / "torch_build.py")["torch_arch_covers_gpus"]
+    assert "arch_list" in reads.facts  # read in _base.torch_arch_list
+    assert inputs.probe_writers("arch_list") == ["torch_probe"]
+
+
+def test_check_inputs_doc_is_current() -> None:
+    assert DOCS.read_text() == inputs.render_markdown(), (
+        "python -m shop_r1_doctor.checks.inputs > docs/check-inputs.md"
+    )
 
 
 # The plan's output_dir and the host probe's disk table must be compared in one spelling:
