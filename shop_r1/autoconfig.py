@@ -11,11 +11,12 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from shop_r1.config import GRPORunConfig, SFTRunConfig, _RunConfig
-from shop_r1_doctor.facts import Facts, parse_version
-from shop_r1_doctor.memory import (
+from shop_r1_doctor.api import (
     GIB,
+    Facts,
     ModelShape,
     estimate_training_memory,
+    parse_version,
     vllm_memory_fraction,
 )
 

@@ -14,8 +14,8 @@ from typing import Any
 
 from transformers import TrainerCallback
 
+from shop_r1_doctor.api import GIB, ModelShape, flops_per_token
 from shop_r1_doctor.errors import ToolError
-from shop_r1_doctor.memory import GIB, ModelShape, flops_per_token
 
 # Dense bf16 (fp16 on Turing) tensor-core peak per GPU, TFLOP/s, from vendor datasheets;
 # the MFU convention is in ../shared/research/performance.md.

@@ -18,9 +18,8 @@ from typing import Any
 
 from shop_r1.autoconfig import AutoPlan, decide
 from shop_r1.config import GRPORunConfig, SFTRunConfig, _RunConfig
+from shop_r1_doctor.api import GIB, Finding, ModelShape, RunPlan
 from shop_r1_doctor.errors import ToolError
-from shop_r1_doctor.findings import Finding
-from shop_r1_doctor.memory import GIB, ModelShape
 
 # checkpoint = weights + optimizer state; keep this many + the final model on disk
 DISK_BYTES_PER_PARAM = 2 + 12
@@ -82,47 +81,48 @@ def longest_row_tokens(rows: list[dict[str, Any]], tokenizer: Any, sample: int =
 
 def live_snapshot() -> dict[str, Any]:
     """The doctor's full snapshot (torch facts cached; risky imports in children)."""
-    from shop_r1_doctor.probes.collect import collect_snapshot
+    from shop_r1_doctor.api import collect_snapshot
 
     return collect_snapshot(fast=False, timeout=60.0)
 
 
 def plan_section(cfg: _RunConfig, plan: AutoPlan, shape: ModelShape, n_rows: int) -> dict[str, Any]:
-    """The snapshot contract's `plan` fields, for the doctor's plan checks."""
-    section = {
-        "task": "grpo" if isinstance(cfg, GRPORunConfig) else "sft",
-        "model": cfg.model,
-        "model_params": shape.params,
+    """The RunPlan of this run after auto-configuration: what will actually run."""
+    g = cfg if isinstance(cfg, GRPORunConfig) else None
+    vllm = g is not None and plan.use_vllm
+    server = vllm and plan.vllm_mode == "server"
+    return RunPlan(
+        task="grpo" if g else "sft",
+        model=cfg.model,
+        model_params=shape.params,
         # the full shape, so the doctor's memory checks need not guess it from params
-        "model_shape": dataclasses.asdict(shape),
-        "attn_implementation": plan.attn_implementation,
-        "bf16": plan.dtype == "bf16",
-        "fp16": plan.dtype == "fp16",
-        "master_fp32": plan.master_weights == "fp32",
-        "max_length": plan.seq_len,
-        "gradient_checkpointing": plan.gradient_checkpointing,
-        "chunked_loss": plan.chunked_loss,
-        "use_liger_kernel": plan.liger_kernel,
-        "num_processes": cfg.num_processes,
-        "per_device_train_batch_size": plan.micro_batch_size,
-        "gradient_accumulation_steps": plan.gradient_accumulation_steps,
-        "dataset_rows": n_rows,
-        "output_dir": cfg.output_dir,
-        "use_vllm": plan.use_vllm,
-    }
-    if isinstance(cfg, GRPORunConfig):
-        section["num_generations"] = cfg.num_generations
-        section["scale_rewards"] = cfg.scale_rewards
-        section["self_certainty_weight"] = cfg.self_certainty_weight
-        section["generation_batch_size"] = plan.generation_batch_size
-        if plan.use_vllm:
-            section["vllm_mode"] = plan.vllm_mode
-            section["vllm_gpu_memory_utilization"] = plan.vllm_gpu_memory_utilization
-            if plan.vllm_mode == "server":  # the doctor checks the client's address
-                section["vllm_server_host"] = cfg.vllm_server_host
-                section["vllm_server_port"] = cfg.vllm_server_port
-                section["vllm_group_port"] = cfg.vllm_group_port
-    return section
+        model_shape=dataclasses.asdict(shape),
+        attn_implementation=plan.attn_implementation,
+        bf16=plan.dtype == "bf16",
+        fp16=plan.dtype == "fp16",
+        master_fp32=plan.master_weights == "fp32",
+        max_length=plan.seq_len,
+        gradient_checkpointing=plan.gradient_checkpointing,
+        chunked_loss=plan.chunked_loss,
+        use_liger_kernel=plan.liger_kernel,
+        num_processes=cfg.num_processes,
+        per_device_train_batch_size=plan.micro_batch_size,
+        gradient_accumulation_steps=plan.gradient_accumulation_steps,
+        dataset_rows=n_rows,
+        output_dir=cfg.output_dir,
+        save_total_limit=cfg.save_total_limit,
+        use_vllm=plan.use_vllm,
+        num_generations=g.num_generations if g else None,
+        scale_rewards=g.scale_rewards if g else None,
+        self_certainty_weight=g.self_certainty_weight if g else None,
+        generation_batch_size=plan.generation_batch_size if g else None,
+        vllm_mode=plan.vllm_mode if vllm else None,
+        vllm_gpu_memory_utilization=plan.vllm_gpu_memory_utilization if vllm else None,
+        # the doctor checks the client's address
+        vllm_server_host=g.vllm_server_host if g and server else None,
+        vllm_server_port=g.vllm_server_port if g and server else None,
+        vllm_group_port=g.vllm_group_port if g and server else None,
+    ).to_dict()
 
 
 def trainer_findings(
@@ -188,7 +188,7 @@ def prepare(
 
     plan = decide(snapshot, cfg, shape, seq_len=seq_len, trl_fused_lm_head=trl_has_fused_lm_head())
     snapshot["plan"] = plan_section(cfg, plan, shape, len(train_rows))
-    from shop_r1_doctor.checks import run_checks
+    from shop_r1_doctor.api import run_checks
 
     findings = trainer_findings(cfg, plan, shape, len(train_rows)) + run_checks(snapshot)
     if isinstance(cfg, SFTRunConfig) and seq_len > cfg.max_length:

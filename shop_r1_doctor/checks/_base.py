@@ -17,6 +17,7 @@ from packaging.version import Version
 from shop_r1_doctor.facts import Facts, cc_tuple, parse_version
 from shop_r1_doctor.findings import Finding, Severity
 from shop_r1_doctor.knowledge import load_codes
+from shop_r1_doctor.runplan import FIELDS as RUNPLAN_FIELDS
 
 CC = tuple[int, int]
 GIB = 1024**3
@@ -191,6 +192,10 @@ def arch_runs(cc: CC, sass: Iterable[CC], ptx: Iterable[CC]) -> bool:
 
 
 def plan_get(facts: Facts, key: str, kind: type | tuple[type, ...]) -> Any:
+    """A RunPlan field of the snapshot's plan; a name the contract lacks is a bug (a plan
+    field no producer can write), so it raises and the runner reports CHECK_FAILED."""
+    if key not in RUNPLAN_FIELDS:
+        raise KeyError(f"plan field {key!r} is not in the RunPlan contract (runplan.py)")
     value = facts.plan.get(key)
     if isinstance(value, bool) and kind is not bool:
         return None

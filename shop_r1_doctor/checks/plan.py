@@ -239,18 +239,17 @@ def server_unreachable(facts: Facts) -> Iterator[Finding]:
 
 
 def dataset_path(facts: Facts) -> Iterator[Finding]:
-    for key in ("dataset_path", "dataset", "train_file", "data_files"):
-        value = plan_get(facts, key, (str, list))
-        paths = value if isinstance(value, list) else [value] if value else []
-        for path in paths:
-            if isinstance(path, str) and HF_DATASET_ROOT.match(path):
-                yield finding(
-                    "DATASET_PATH_NOT_FILES",
-                    f"{key}={path} is a dataset repository root, not data files",
-                    detail="load_dataset('parquet', data_files=...) needs files: a repo root fails "
-                    "to resolve.",
-                    fix=f"{key}: {path.rstrip('/')}/data/<file>.parquet (or load_dataset('{path[len('hf://datasets/') :].rstrip('/')}'))",
-                )
+    # the RunPlan's one dataset field (TRL's own names map onto it when a plan is written)
+    key = "dataset"
+    path = plan_get(facts, key, str)
+    if path and HF_DATASET_ROOT.match(path):
+        yield finding(
+            "DATASET_PATH_NOT_FILES",
+            f"{key}={path} is a dataset repository root, not data files",
+            detail="load_dataset('parquet', data_files=...) needs files: a repo root fails "
+            "to resolve.",
+            fix=f"{key}: {path.rstrip('/')}/data/<file>.parquet (or load_dataset('{path[len('hf://datasets/') :].rstrip('/')}'))",
+        )
 
 
 def env_references(facts: Facts) -> Iterator[Finding]:

@@ -17,7 +17,7 @@ import yaml
 
 from shop_r1_doctor.launch.plan import LaunchPlan
 
-CLI = '"$PYTHON" -m shop_r1_doctor.cli.main'
+CLI = '"$PYTHON" -m shop_r1.cli'
 
 
 @dataclass(frozen=True)
@@ -318,7 +318,7 @@ def _main_run(plan: LaunchPlan, names: dict[str, str], multi_node: bool) -> list
             what = (
                 f'"$PYTHON" -m accelerate.commands.launch --config_file "$HERE/{names["accelerate"]}" '
                 f"--num_processes {plan.total_processes} --num_machines {r.nodes} {rank}"
-                f'--main_process_port "$MAIN_PORT" \\\n  -m shop_r1_doctor.cli.main train {r.task} {args}'
+                f'--main_process_port "$MAIN_PORT" \\\n  -m shop_r1.cli train {r.task} {args}'
             )
         else:
             what = f"{CLI} train {r.task} {args}"

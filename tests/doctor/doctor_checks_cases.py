@@ -374,7 +374,7 @@ CASES: list[tuple[str, dict[str, Any]]] = [
     ),
     (
         "DATASET_PATH_NOT_FILES",
-        {"plan": {"dataset_path": "hf://datasets/BytedTsinghua-SIA/DAPO-Math-17k"}},
+        {"plan": {"dataset": "hf://datasets/BytedTsinghua-SIA/DAPO-Math-17k"}},
     ),
     (
         "MODEL_TOO_LARGE_FOR_GPU",

@@ -117,7 +117,7 @@ def test_launch_bad_requests_are_tool_errors():
 FAKE = r"""#!/usr/bin/env bash
 # Stands in for the interpreter: a tiny HTTP server for vllm-serve, a chatty trainer.
 case "$*" in
-  *"cli.main doctor"*) echo "doctor ok"; exit "${FAKE_DOCTOR_RC:-0}" ;;
+  *"shop_r1.cli doctor"*) echo "doctor ok"; exit "${FAKE_DOCTOR_RC:-0}" ;;
   *"trl.cli.main vllm-serve"*)
     echo "server CUDA_VISIBLE_DEVICES=$CUDA_VISIBLE_DEVICES"
     port=$(echo "$*" | sed -E 's/.*--port ([0-9]+).*/\1/')
@@ -126,7 +126,7 @@ class H(h.BaseHTTPRequestHandler):
     def do_GET(self):
         self.send_response(200 if self.path == "/health" else 404); self.end_headers()
 h.HTTPServer(("127.0.0.1", int(sys.argv[1])), H).serve_forever()' "$port" ;;
-  *"cli.main train"*)
+  *"shop_r1.cli train"*)
     [[ -n "${FAKE_SILENT:-}" ]] && exit 0
     echo "trainer CUDA_VISIBLE_DEVICES=$CUDA_VISIBLE_DEVICES"
     echo "args: $*"
@@ -206,7 +206,7 @@ def test_launch_script_refuses_a_busy_port(tmp_path):
 def test_launch_cli_writes_script_and_siblings(tmp_path):
     from typer.testing import CliRunner
 
-    from shop_r1_doctor.cli.main import app
+    from shop_r1.cli import app
 
     out = tmp_path / "runs" / "run_grpo.sh"
     result = CliRunner().invoke(

@@ -11,7 +11,7 @@ import pytest
 import yaml
 from typer.testing import CliRunner
 
-from shop_r1_doctor.cli.main import app
+from shop_r1.cli import app
 from shop_r1_doctor.knowledge import load_compat
 from shop_r1_doctor.profiles.check import (
     arch_covers,
@@ -193,7 +193,7 @@ def test_profiles_cli_malformed_profile_exits_2_one_line(tmp_path):
         [
             sys.executable,
             "-m",
-            "shop_r1_doctor.cli.main",
+            "shop_r1.cli",
             "profiles",
             "check",
             "--dir",

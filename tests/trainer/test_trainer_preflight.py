@@ -5,9 +5,9 @@ from pathlib import Path
 
 from typer.testing import CliRunner
 
+from shop_r1.cli import app
 from shop_r1.config import GRPORunConfig, SFTRunConfig
 from shop_r1.preflight import prepare
-from shop_r1_doctor.cli.main import app
 from shop_r1_doctor.memory import KNOWN_SHAPES
 
 SNAPS = Path(__file__).parent / "snapshots"

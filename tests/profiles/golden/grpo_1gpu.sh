@@ -43,7 +43,7 @@ healthy() {
 # 1. Preflight: the doctor checks this machine against the plan before GPU time is spent.
 if [[ "${SKIP_PREFLIGHT:-0}" != 1 ]]; then
   log "preflight: shop-r1 doctor --plan $HERE/run_grpo.plan.json"
-  "$PYTHON" -m shop_r1_doctor.cli.main doctor --plan "$HERE/run_grpo.plan.json" 2>&1 | stamp | tee "$RUN_DIR/doctor.log" \
+  "$PYTHON" -m shop_r1.cli doctor --plan "$HERE/run_grpo.plan.json" 2>&1 | stamp | tee "$RUN_DIR/doctor.log" \
     || fail "the doctor found errors (see $RUN_DIR/doctor.log); fix them or set SKIP_PREFLIGHT=1"
 fi
 
@@ -51,7 +51,7 @@ fi
 log "training on GPU(s) ${TRAIN_GPUS:-none}; logs in $RUN_DIR"
 start=$SECONDS
 rc=0
-CUDA_VISIBLE_DEVICES="$TRAIN_GPUS" "$PYTHON" -m shop_r1_doctor.cli.main train grpo --model "$MODEL" --data "$DATA" --output-dir "$OUTPUT_DIR" --config "$HERE/run_grpo.config.yaml" \
+CUDA_VISIBLE_DEVICES="$TRAIN_GPUS" "$PYTHON" -m shop_r1.cli train grpo --model "$MODEL" --data "$DATA" --output-dir "$OUTPUT_DIR" --config "$HERE/run_grpo.config.yaml" \
   2>&1 | stamp | tee "$RUN_DIR/grpo.log" || rc=$?
 elapsed=$((SECONDS - start))
 [[ -s "$RUN_DIR/grpo.log" ]] || fail "grpo.log is empty: the training never started"

@@ -1,0 +1,94 @@
+"""The doctor's public API: everything the trainer (`shop_r1`) may use, in one place.
+
+`shop_r1` imports `shop_r1_doctor.api` (and `shop_r1_doctor.errors` for `ToolError`),
+never the doctor's internals; an import-linter contract in pyproject.toml enforces it.
+The doctor never imports the trainer. Pure-Python models (memory/FLOPs, facts,
+findings, the run plan) are re-exported here; the costly parts (probes, checks,
+redaction) are imported when called, so `import shop_r1_doctor.api` stays cheap.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from pathlib import Path
+from typing import Any
+
+from shop_r1_doctor.errors import ToolError
+from shop_r1_doctor.facts import Facts, parse_version
+from shop_r1_doctor.findings import Finding, Severity
+from shop_r1_doctor.memory import (
+    GIB,
+    KNOWN_SHAPES,
+    ModelShape,
+    estimate_training_memory,
+    flops_per_token,
+    vllm_memory_fraction,
+)
+from shop_r1_doctor.runplan import RUNPLAN_SCHEMA, RunPlan
+from shop_r1_doctor.yamlio import SafeLoader, read_yaml
+
+__all__ = [
+    "GIB",
+    "KNOWN_SHAPES",
+    "RUNPLAN_SCHEMA",
+    "Facts",
+    "Finding",
+    "ModelShape",
+    "RunPlan",
+    "SafeLoader",
+    "Severity",
+    "ToolError",
+    "collect_snapshot",
+    "estimate_training_memory",
+    "finding",
+    "flops_per_token",
+    "load_snapshot",
+    "parse_version",
+    "read_yaml",
+    "redact_text",
+    "run_checks",
+    "vllm_memory_fraction",
+]
+
+
+def collect_snapshot(*, fast: bool = False, timeout: float = 60.0) -> dict[str, Any]:
+    """This machine's facts (the snapshot contract, docs/doctor.md); risky probes isolated."""
+    from shop_r1_doctor.probes.collect import collect_snapshot as collect
+
+    return collect(fast=fast, timeout=timeout)
+
+
+def load_snapshot(path: str | Path) -> dict[str, Any]:
+    """A saved `shop-r1 doctor --save` snapshot, validated against the contract."""
+    from shop_r1_doctor.snapshot import load_snapshot as load
+
+    return load(path)
+
+
+def run_checks(snapshot: dict[str, Any]) -> list[Finding]:
+    """Every doctor check on a snapshot (with its `plan`), errors first."""
+    from shop_r1_doctor.checks import run_checks as run
+
+    return run(snapshot)
+
+
+def finding(
+    code: str,
+    title: str,
+    *,
+    detail: str = "",
+    fix: str | None = None,
+    severity: Severity | None = None,
+    urls: Iterable[str] = (),
+) -> Finding:
+    """A Finding for a catalogued code (knowledge/codes.yaml): severity, fix, sources filled in."""
+    from shop_r1_doctor.checks._base import finding as build
+
+    return build(code, title, detail=detail, fix=fix, severity=severity, urls=urls)
+
+
+def redact_text(text: str) -> str:
+    """Tokens, keys, passwords and the home directory taken out of text that is shown."""
+    from shop_r1_doctor.redact import redact_text as redact
+
+    return redact(text)
