@@ -238,10 +238,26 @@ def server_unreachable(facts: Facts) -> Iterator[Finding]:
         )
 
 
+def server_ports_clash(facts: Facts) -> Iterator[Finding]:
+    """The weight-sync group port is a second listener next to the server's HTTP port."""
+    if not uses_vllm(facts) or plan_str(facts, "vllm_mode") != "server":
+        return
+    http, group = plan_int(facts, "vllm_server_port"), plan_int(facts, "vllm_group_port")
+    if http is None or http != group:
+        return
+    yield finding(
+        "TRL_VLLM_GROUP_PORT_IN_USE",
+        f"vllm_group_port {group} is the server's HTTP port: the weight-sync group cannot bind it",
+        detail="`trl vllm-serve` listens on vllm_server_port; the NCCL weight-sync store then "
+        "fails with EADDRINUSE or hangs at the first sync.",
+        fix=f"vllm_group_port: {51216 if http != 51216 else 51217} (any other free port)",
+    )
+
+
 def dataset_path(facts: Facts) -> Iterator[Finding]:
     # the RunPlan's one dataset field (TRL's own names map onto it when a plan is written)
     key = "dataset"
-    path = plan_get(facts, key, str)
+    path = plan_get(facts, "dataset", str)
     if path and HF_DATASET_ROOT.match(path):
         yield finding(
             "DATASET_PATH_NOT_FILES",
@@ -318,6 +334,7 @@ CHECKS = (
     tiny_dataset,
     server_same_gpu,
     server_unreachable,
+    server_ports_clash,
     dataset_path,
     env_references,
     disk_at_checkpoint,

@@ -373,6 +373,14 @@ CASES: list[tuple[str, dict[str, Any]]] = [
         {**VLLM_OK, "gpus": H100x2, "plan": SERVER, "env": {"HTTPS_PROXY": "http://proxy:3128"}},
     ),
     (
+        "TRL_VLLM_GROUP_PORT_IN_USE",
+        {
+            **VLLM_OK,
+            "gpus": H100x2,
+            "plan": {**SERVER, "vllm_server_port": 8000, "vllm_group_port": 8000},
+        },
+    ),
+    (
         "DATASET_PATH_NOT_FILES",
         {"plan": {"dataset": "hf://datasets/BytedTsinghua-SIA/DAPO-Math-17k"}},
     ),
