@@ -44,6 +44,7 @@ __all__ = [
     "flops_per_token",
     "load_snapshot",
     "parse_version",
+    "peak_flops",
     "read_yaml",
     "redact_text",
     "run_checks",
@@ -85,6 +86,14 @@ def finding(
     from shop_r1_doctor.checks._base import finding as build
 
     return build(code, title, detail=detail, fix=fix, severity=severity, urls=urls)
+
+
+def peak_flops(gpu_name: str | None, dtype: str = "bf16") -> float | None:
+    """Dense tensor-core peak FLOP/s of a GPU by name (knowledge/gpus.yaml); None if unknown."""
+    from shop_r1_doctor.hardware import gpu_info
+
+    info = gpu_info(gpu_name)
+    return info.peak_flops(dtype) if info else None
 
 
 def redact_text(text: str) -> str:

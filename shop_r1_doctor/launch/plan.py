@@ -12,6 +12,7 @@ from typing import Any, Literal
 
 from shop_r1_doctor.errors import ToolError
 from shop_r1_doctor.facts import Facts
+from shop_r1_doctor.hardware import gpu_info
 from shop_r1_doctor.profiles.model import Profile
 from shop_r1_doctor.runplan import RunPlan
 
@@ -117,7 +118,10 @@ def layout_from_facts(facts: Facts) -> tuple[str, int, bool, bool]:
         names = ", ".join(str(g.get("name", "?")) for g in facts.gpus) or "unknown GPUs"
         raise ToolError(f"launch --auto: no profile matches this machine ({names}); pass --profile")
     vllm_ok = facts.installed("vllm") is True and facts.import_ok("vllm") is not False
-    consumer = any("geforce" in str(g.get("name", "")).lower() for g in facts.gpus)
+    # cards whose PCIe P2P path hangs NCCL (knowledge/gpus.yaml `p2p: false`)
+    consumer = any(
+        (info := gpu_info(g.get("name"))) is not None and info.p2p is False for g in facts.gpus
+    )
     return match.name, len(facts.gpus), vllm_ok, consumer
 
 

@@ -12,9 +12,9 @@ from dataclasses import dataclass, field
 
 from packaging.version import Version
 
-from shop_r1_doctor.facts import Facts, cc_tuple, parse_version
+from shop_r1_doctor.facts import Facts, parse_version
 from shop_r1_doctor.findings import Finding, Severity
-from shop_r1_doctor.profiles.check import arch_covers, parse_arch_list
+from shop_r1_doctor.hardware import parse_arch_list, parse_cc
 from shop_r1_doctor.profiles.model import Profile, load_profiles
 
 CODE = "PROFILE_DEVIATION"
@@ -54,7 +54,7 @@ def best_profile(facts: Facts, profiles: dict[str, Profile]) -> tuple[Profile, s
 
 
 def _gpu_matches(profile: Profile, gpu: dict[str, object]) -> bool:
-    cc = cc_tuple(gpu.get("compute_capability"))
+    cc = parse_cc(gpu.get("compute_capability"))
     if cc is not None:
         return profile.match.matches_cc(cc)
     name = gpu.get("name")
@@ -172,9 +172,8 @@ def deviations(facts: Facts, profile: Profile) -> list[Finding]:
 
 def _arch_list_covers(have: str, want: str) -> bool:
     """Whether builds with arch list `have` run on every arch `want` names."""
-    have_archs, have_ptx = parse_arch_list(have)
-    want_archs, _ = parse_arch_list(want)
-    return bool(have_archs) and all(arch_covers(have_archs, cc, have_ptx) for cc in want_archs)
+    have_archs, want_archs = parse_arch_list(have), parse_arch_list(want)
+    return bool(have_archs) and all(have_archs.runs_on(cc) for cc in want_archs.sass)
 
 
 def _torch_variant(facts: Facts, version: Version) -> str:

@@ -19,6 +19,7 @@ from packaging.specifiers import InvalidSpecifier, SpecifierSet
 from packaging.version import InvalidVersion, Version
 
 from shop_r1_doctor.errors import ToolError
+from shop_r1_doctor.hardware import parse_cc
 from shop_r1_doctor.yamlio import read_yaml
 
 CC = tuple[int, int]
@@ -241,11 +242,7 @@ def _join(where: str, key: str) -> str:
 
 
 def _cc(text: Any) -> CC | None:
-    if isinstance(text, str):
-        major, _, minor = text.partition(".")
-        if major.isdigit() and minor.isdigit():
-            return int(major), int(minor)
-    return None
+    return parse_cc(text)
 
 
 def _line_index(text: str) -> dict[str, int]:

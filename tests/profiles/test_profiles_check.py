@@ -13,36 +13,12 @@ from typer.testing import CliRunner
 
 from shop_r1.cli import app
 from shop_r1_doctor.knowledge import load_compat
-from shop_r1_doctor.profiles.check import (
-    arch_covers,
-    check_profile,
-    check_profiles,
-    parse_arch_list,
-)
+from shop_r1_doctor.profiles.check import check_profile, check_profiles
 from shop_r1_doctor.profiles.model import load_profile_file, load_profiles, profiles_dir
 
 
 def test_profiles_shipped_profiles_have_no_contradictions():
     assert check_profiles(load_profiles(), load_compat()) == []
-
-
-@pytest.mark.parametrize(
-    ("archs", "cc", "ptx", "ok"),
-    [
-        (((8, 6),), (8, 9), False, True),  # sm_86 code runs on Ada
-        (((10, 0),), (10, 3), False, True),  # B300 runs sm_100 code
-        (((9, 0),), (10, 0), False, False),  # other major: no
-        (((9, 0),), (10, 0), True, True),  # PTX JIT to newer
-        (((8, 0), (9, 0)), (7, 5), True, False),  # PTX never runs on older
-    ],
-)
-def test_profiles_arch_covers(archs, cc, ptx, ok):
-    assert arch_covers(archs, cc, ptx) is ok
-
-
-def test_profiles_parse_arch_list():
-    assert parse_arch_list("10.0;12.0+PTX") == (((10, 0), (12, 0)), True)
-    assert parse_arch_list("8.0 8.6") == (((8, 0), (8, 6)), False)
 
 
 def _variant(tmp_path: Path, name: str, mutate) -> Path:
