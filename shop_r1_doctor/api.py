@@ -25,12 +25,20 @@ from shop_r1_doctor.memory import (
     vllm_memory_fraction,
 )
 from shop_r1_doctor.runplan import RUNPLAN_SCHEMA, RunPlan
+from shop_r1_doctor.trl_rules import (
+    TRL_DEFAULTS,
+    grpo_batch,
+    grpo_generation_unit,
+    round_up_to,
+    sft_effective_batch,
+)
 from shop_r1_doctor.yamlio import SafeLoader, read_yaml
 
 __all__ = [
     "GIB",
     "KNOWN_SHAPES",
     "RUNPLAN_SCHEMA",
+    "TRL_DEFAULTS",
     "Facts",
     "Finding",
     "ModelShape",
@@ -42,12 +50,16 @@ __all__ = [
     "estimate_training_memory",
     "finding",
     "flops_per_token",
+    "grpo_batch",
+    "grpo_generation_unit",
     "load_snapshot",
     "parse_version",
     "peak_flops",
     "read_yaml",
     "redact_text",
+    "round_up_to",
     "run_checks",
+    "sft_effective_batch",
     "vllm_memory_fraction",
 ]
 

@@ -27,6 +27,14 @@ from shop_r1_doctor.checks._base import (
 )
 from shop_r1_doctor.facts import Facts
 from shop_r1_doctor.findings import Finding
+from shop_r1_doctor.trl_rules import (
+    TRL_DEFAULTS,
+    GrpoBatch,
+    grpo_batch,
+    sft_effective_batch,
+    steps_multiple_for,
+    valid_num_generations,
+)
 
 LOCAL_HOSTS = ("localhost", "127.0.0.1", "::1")
 HF_DATASET_ROOT = re.compile(r"^hf://datasets/[^/]+/[^/@]+(@[^/]+)?/?$")
@@ -94,49 +102,40 @@ def self_certainty_group_scaled(facts: Facts) -> Iterator[Finding]:
     )
 
 
-def _grpo_batch(facts: Facts) -> tuple[int, int, str] | None:
-    """(generation batch, num_generations, how the batch was formed) for a GRPO plan."""
+def _grpo_batch(facts: Facts) -> GrpoBatch | None:
+    """The generation batch of a GRPO plan, by TRL's rules (trl_rules.py)."""
     if plan_str(facts, "task") != "grpo":
         return None
-    gens = plan_int(facts, "num_generations") or 8  # TRL's default
-    explicit = plan_int(facts, "generation_batch_size")
-    if explicit:
-        return explicit, gens, f"generation_batch_size={explicit}"
-    procs = plan_int(facts, "num_processes") or 1
-    per_device = plan_int(facts, "per_device_train_batch_size") or 8
-    steps = (
-        plan_int(facts, "steps_per_generation")
-        or plan_int(facts, "gradient_accumulation_steps")
-        or 1
+    return grpo_batch(
+        num_processes=plan_int(facts, "num_processes"),
+        per_device=plan_int(facts, "per_device_train_batch_size"),
+        gradient_accumulation_steps=plan_int(facts, "gradient_accumulation_steps"),
+        steps_per_generation=plan_int(facts, "steps_per_generation"),
+        generation_batch_size=plan_int(facts, "generation_batch_size"),
+        num_generations=plan_int(facts, "num_generations"),
     )
-    how = f"{procs} process(es) x per_device_train_batch_size {per_device} x steps_per_generation {steps}"
-    return procs * per_device * steps, gens, how
 
 
 def grpo_batch_divisible(facts: Facts) -> Iterator[Finding]:
     batch = _grpo_batch(facts)
-    if batch is None:
+    if batch is None or batch.whole_groups:
         return
-    size, gens, how = batch
-    if gens >= 2 and size % gens == 0:
-        return
-    valid = [g for g in range(2, size + 1) if size % g == 0]
+    size, gens = batch.size, batch.num_generations
+    valid = valid_num_generations(size)
     fix = f"num_generations: one of {', '.join(map(str, valid))}" if valid else ""
-    explicit = plan_int(facts, "generation_batch_size")
-    if gens >= 2 and not explicit:
-        per_step = size // max(
+    if gens >= 2 and not batch.explicit:
+        steps = (
             plan_int(facts, "steps_per_generation")
             or plan_int(facts, "gradient_accumulation_steps")
-            or 1,
-            1,
+            or 1
         )
-        multiple = gens // _gcd(gens, max(per_step, 1))
+        multiple = steps_multiple_for(gens, size // max(steps, 1))
         fix += (
             f"; or keep num_generations={gens} with steps_per_generation a multiple of {multiple}"
         )
     yield finding(
         "TRL_GRPO_BATCH_NOT_DIVISIBLE",
-        f"GRPO generation batch {size} ({how}) is not divisible by num_generations={gens}"
+        f"GRPO generation batch {size} ({batch.how}) is not divisible by num_generations={gens}"
         if gens >= 2
         else f"num_generations={gens}: GRPO needs at least 2 completions per prompt",
         detail="'The global train batch size must be evenly divisible by the number of "
@@ -146,22 +145,15 @@ def grpo_batch_divisible(facts: Facts) -> Iterator[Finding]:
     )
 
 
-def _gcd(a: int, b: int) -> int:
-    while b:
-        a, b = b, a % b
-    return a
-
-
 def tiny_dataset(facts: Facts) -> Iterator[Finding]:
     rows = plan_int(facts, "dataset_rows")
     if rows is None:
         return
     batch = _grpo_batch(facts)
     if batch is not None:
-        size, gens, _ = batch
-        if gens < 2 or size % gens:
+        if not batch.whole_groups:
             return  # grpo_batch_divisible reports the batch first
-        prompts = size // gens
+        size, gens, prompts = batch.size, batch.num_generations, batch.prompts
         if rows >= prompts:
             return
         yield finding(
@@ -173,10 +165,16 @@ def tiny_dataset(facts: Facts) -> Iterator[Finding]:
             f"(e.g. per_device_train_batch_size x steps_per_generation = {rows * gens})",
         )
         return
-    procs = plan_int(facts, "num_processes") or 1
-    per_device = plan_int(facts, "per_device_train_batch_size") or 8
-    accum = plan_int(facts, "gradient_accumulation_steps") or 1
-    effective = procs * per_device * accum
+    procs = plan_int(facts, "num_processes") or TRL_DEFAULTS["num_processes"]
+    per_device = (
+        plan_int(facts, "per_device_train_batch_size")
+        or TRL_DEFAULTS["per_device_train_batch_size"]
+    )
+    accum = (
+        plan_int(facts, "gradient_accumulation_steps")
+        or TRL_DEFAULTS["gradient_accumulation_steps"]
+    )
+    effective = sft_effective_batch(procs, per_device, accum)
     if rows < effective:
         yield finding(
             "TRAINER_ZERO_STEPS_TINY_DATASET",
