@@ -64,11 +64,15 @@ __all__ = [
 ]
 
 
-def collect_snapshot(*, fast: bool = False, timeout: float = 60.0) -> dict[str, Any]:
-    """This machine's facts (the snapshot contract, docs/doctor.md); risky probes isolated."""
+def collect_snapshot(
+    *, fast: bool = False, timeout: float = 60.0, output_dir: str | None = None
+) -> dict[str, Any]:
+    """This machine's facts (the snapshot contract, docs/doctor.md); risky probes isolated.
+    `output_dir`: also record its free disk (the checkpoint check reads it)."""
     from shop_r1_doctor.probes.collect import collect_snapshot as collect
+    from shop_r1_doctor.probes.deps import ProbeDeps
 
-    return collect(fast=fast, timeout=timeout)
+    return collect(fast=fast, timeout=timeout, deps=ProbeDeps(output_dir=output_dir))
 
 
 def load_snapshot(path: str | Path) -> dict[str, Any]:
@@ -95,7 +99,7 @@ def finding(
     urls: Iterable[str] = (),
 ) -> Finding:
     """A Finding for a catalogued code (knowledge/codes.yaml): severity, fix, sources filled in."""
-    from shop_r1_doctor.checks._base import finding as build
+    from shop_r1_doctor.catalog import finding as build
 
     return build(code, title, detail=detail, fix=fix, severity=severity, urls=urls)
 

@@ -60,6 +60,9 @@ class RunPlan:
     fp16: bool | None = _f((bool,), "train in fp16")
     master_fp32: bool | None = _f((bool,), "fp32 master weights with bf16/fp16 autocast")
     max_length: int | None = _f((int,), "max tokens per sample")
+    longest_sample_tokens: int | None = _f(
+        (int,), "tokens of the longest training sample (prompt + completion)"
+    )
     gradient_checkpointing: bool | None = _f((bool,), "recompute activations")
     chunked_loss: bool | None = _f((bool,), "TRL's fused LM head (no full-vocab logits)")
     use_liger_kernel: bool | None = _f((bool,), "Liger's fused Triton kernels")

@@ -14,37 +14,14 @@ from typing import Any
 from packaging.utils import canonicalize_name
 from packaging.version import Version
 
+from shop_r1_doctor.catalog import finding as finding  # re-exported: checks build findings here
 from shop_r1_doctor.facts import Facts, parse_version
-from shop_r1_doctor.findings import Finding, Severity
 from shop_r1_doctor.hardware import Archs, parse_cc, parse_torch_archs
 from shop_r1_doctor.hardware import cc_text as cc_text  # re-exported for the checks
-from shop_r1_doctor.knowledge import load_codes
 from shop_r1_doctor.runplan import FIELDS as RUNPLAN_FIELDS
 
 CC = tuple[int, int]
 GIB = 1024**3
-
-
-def finding(
-    code: str,
-    title: str,
-    *,
-    detail: str = "",
-    fix: str | None = None,
-    severity: Severity | None = None,
-    urls: Iterable[str] = (),
-) -> Finding:
-    """A Finding with the code's default severity, fix, subject and sources filled in."""
-    info = load_codes()[code]
-    return Finding(
-        code=code,
-        severity=severity or info.severity,  # type: ignore[arg-type]
-        title=title,
-        detail=detail,
-        fix=fix if fix is not None else info.fix,
-        urls=tuple(dict.fromkeys([*info.urls, *urls])),
-        subject=info.subject,
-    )
 
 
 def gpu_cc(gpu: dict[str, Any]) -> CC | None:

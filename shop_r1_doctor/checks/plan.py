@@ -185,6 +185,18 @@ def tiny_dataset(facts: Facts) -> Iterator[Finding]:
         )
 
 
+def rows_truncated(facts: Facts) -> Iterator[Finding]:
+    limit = plan_int(facts, "max_length")
+    longest = plan_int(facts, "longest_sample_tokens")
+    if plan_str(facts, "task") != "sft" or not limit or not longest or longest <= limit:
+        return
+    yield finding(
+        "TRAINER_ROWS_TRUNCATED",
+        f"the longest sample is {longest} tokens > max_length {limit}",
+        detail="Completions past max_length are cut; fully cut rows are dropped by TRL.",
+    )
+
+
 def server_same_gpu(facts: Facts) -> Iterator[Finding]:
     if not uses_vllm(facts) or plan_str(facts, "vllm_mode") != "server" or "gpus" not in facts.raw:
         return
@@ -289,10 +301,19 @@ def disk_at_checkpoint(facts: Facts) -> Iterator[Finding]:
     free = _free_at_output(facts)
     if not params or free is None:
         return
+    from shop_r1_doctor.memory import checkpoint_bytes
+
     only_model = plan_bool(facts, "save_only_model") is True
-    per_ckpt = params * 2 + (0 if only_model else params * 8)  # bf16 weights + AdamW fp32 m, v
+    # weights (and AdamW's moments) in the training dtype: fp32 unless the plan says pure
+    # bf16/fp16 (master_fp32: false); transformers loads fp32 weights under bf16 autocast
+    pure_half = plan_bool(facts, "master_fp32") is False and (
+        plan_bool(facts, "bf16") is True or plan_bool(facts, "fp16") is True
+    )
+    per_ckpt, final = checkpoint_bytes(
+        params, weight_bytes=2 if pure_half else 4, optimizer=not only_model
+    )
     keep = plan_int(facts, "save_total_limit") or 1
-    need = per_ckpt * keep + params * 2  # kept checkpoints + the final model
+    need = per_ckpt * keep + final  # kept checkpoints + the final model
     if need <= free:
         return
     yield finding(
@@ -312,6 +333,11 @@ def _free_at_output(facts: Facts) -> int | None:
     out = plan_str(facts, "output_dir") or ""
     if isinstance(table.get(out), int):
         return int(table[out])
+    # the host probe records a relative output_dir under the cwd it resolved it against
+    tail = "/" + out.removeprefix("./").rstrip("/")
+    resolved = [f for p, f in table.items() if isinstance(p, str) and p.endswith(tail)]
+    if out and not out.startswith("/") and resolved and isinstance(resolved[0], int):
+        return int(resolved[0])
     best = None
     for path, free in table.items():
         if not isinstance(free, int) or not isinstance(path, str):
@@ -330,6 +356,7 @@ CHECKS = (
     self_certainty_group_scaled,
     grpo_batch_divisible,
     tiny_dataset,
+    rows_truncated,
     server_same_gpu,
     server_unreachable,
     server_ports_clash,

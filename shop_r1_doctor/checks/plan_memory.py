@@ -39,7 +39,7 @@ def _setup(facts: Facts) -> tuple[Any, dict[str, Any], int] | None:
     shape = _shape(facts, params)
     shards = plan_int(facts, "num_processes") or 1 if plan_bool(facts, "fsdp") else 1
     settings = {
-        "seq_len": plan_int(facts, "max_length") or DEFAULT_SEQ,
+        "seq_len": seq_len(facts),
         "micro_batch": plan_int(facts, "per_device_train_batch_size") or 1,
         "dtype": "fp16"
         if plan_bool(facts, "fp16")
@@ -53,6 +53,16 @@ def _setup(facts: Facts) -> tuple[Any, dict[str, Any], int] | None:
         "shards": shards,
     }
     return shape, settings, min(g["memory_total_bytes"] for g in gpus)
+
+
+def seq_len(facts: Facts) -> int:
+    """Tokens per sample: max_length, or the longest sample when it is shorter (the
+    trainer's plan says both; a batch is padded to its longest row, not to max_length)."""
+    limit = plan_int(facts, "max_length")
+    longest = plan_int(facts, "longest_sample_tokens")
+    if limit and longest:
+        return min(limit, longest)
+    return limit or longest or DEFAULT_SEQ
 
 
 def _shape(facts: Facts, params: int) -> Any:
@@ -165,7 +175,7 @@ def kv_cache(facts: Facts) -> Iterator[Finding]:
     )
     tp = plan_int(facts, "vllm_tensor_parallel_size") or 1
     shape = _shape(facts, params)
-    seq = plan_int(facts, "max_length") or DEFAULT_SEQ
+    seq = seq_len(facts)
     # weights and KV cache split across tensor-parallel ranks
     need = (
         memory.vllm_memory_fraction(shape, total, max_seq_len=seq, concurrent_seqs=1) * total / tp

@@ -313,7 +313,49 @@ def check_profile(profile: Profile, compat: Compat) -> list[Problem]:
     ]
 
 
+def sample_gpus(profiles: dict[str, Profile]) -> list[tuple[str, CC | None]]:
+    """GPUs to test the profiles' match rules on: every GPU of knowledge/gpus.yaml (its
+    patterns as names, with and without its capability) and every capability a profile
+    claims."""
+    from shop_r1_doctor.hardware import load_gpus
+
+    # with its capability (what NVML reports) and without (old nvidia-smi: names only)
+    named: list[tuple[str, CC | None]] = [
+        (f"NVIDIA {pattern}", cc)
+        for g in load_gpus()
+        for pattern in g.patterns
+        for cc in (g.cc, None)
+    ]
+    claimed = {cc for p in profiles.values() for cc in p.match.compute_capabilities}
+    return named + [(f"a GPU of cc {cc_text(cc)}", cc) for cc in sorted(claimed)]
+
+
+def overlaps(profiles: dict[str, Profile]) -> list[Problem]:
+    """Two profiles that match the same GPU need distinct `match.priority` values."""
+    from shop_r1_doctor.profiles.match import gpu_matches
+
+    found: dict[tuple[str, ...], str] = {}
+    for name, cc in sample_gpus(profiles):
+        gpu = {"name": name, "compute_capability": cc_text(cc) if cc else None}
+        both = tuple(sorted(p for p in profiles if gpu_matches(profiles[p], gpu)))
+        if len(both) < 2:
+            continue
+        priorities = [profiles[p].match.priority for p in both]
+        if None in priorities or len(set(priorities)) < len(priorities):
+            found.setdefault(both, name)
+    return [
+        Problem(
+            both[0],
+            profiles[both[0]].where("match"),
+            "match",
+            f"profiles {', '.join(both)} all match {gpu}; give them distinct match.priority "
+            "values (higher wins) or narrow compute_capabilities / name_patterns",
+        )
+        for both, gpu in found.items()
+    ]
+
+
 def check_profiles(profiles: dict[str, Profile], compat: Compat) -> list[Problem]:
     return [
         problem for name in sorted(profiles) for problem in check_profile(profiles[name], compat)
-    ]
+    ] + overlaps(profiles)

@@ -373,6 +373,10 @@ CASES: list[tuple[str, dict[str, Any]]] = [
         {**VLLM_OK, "gpus": H100x2, "plan": SERVER, "env": {"HTTPS_PROXY": "http://proxy:3128"}},
     ),
     (
+        "TRAINER_ROWS_TRUNCATED",
+        {"plan": {"task": "sft", "max_length": 1024, "longest_sample_tokens": 1500}},
+    ),
+    (
         "TRL_VLLM_GROUP_PORT_IN_USE",
         {
             **VLLM_OK,

@@ -121,3 +121,14 @@ def test_producers_validate_like_plan_files():
 def test_docs_list_every_plan_field():
     doc = (Path(__file__).resolve().parents[2] / "docs" / "doctor.md").read_text()
     assert [f for f in PLAN_FIELDS if f"| `{f}` |" not in doc] == []
+
+
+def test_disk_check_finds_a_relative_output_dir_the_probe_resolved():
+    """The host probe records `cwd/output_dir`; a plan says `runs/grpo`."""
+    from shop_r1_doctor.checks import run_checks
+
+    snap = {
+        "host": {"disk_free_bytes": {"/srv/proj": 500 * 2**30, "/srv/proj/runs/grpo": 2**30}},
+        "plan": {"output_dir": "runs/grpo", "model_params": 500_000_000, "save_total_limit": 2},
+    }
+    assert "DISK_FULL_AT_CHECKPOINT" in {f.code for f in run_checks(snap)}
