@@ -336,7 +336,7 @@ def overlaps(profiles: dict[str, Profile]) -> list[Problem]:
 
     found: dict[tuple[str, ...], str] = {}
     for name, cc in sample_gpus(profiles):
-        gpu = {"name": name, "compute_capability": cc_text(cc) if cc else None}
+        gpu: dict[str, object] = {"name": name, "compute_capability": cc_text(cc) if cc else None}
         both = tuple(sorted(p for p in profiles if gpu_matches(profiles[p], gpu)))
         if len(both) < 2:
             continue
