@@ -33,7 +33,7 @@ def shop_r1() -> list[str]:
     if script.exists():
         return [str(script)]
     found = shutil.which("shop-r1")
-    return [found] if found else [sys.executable, "-m", "shop_r1_doctor.cli.main"]
+    return [found] if found else [sys.executable, "-m", "shop_r1.cli"]
 
 
 def timed(argv: list[str], env: dict[str, str]) -> float:

@@ -18,5 +18,8 @@ fi
 "$PY" -m ruff check .
 "$PY" -m ruff format --check .
 "$PY" -m mypy
-"$PY" -m shop_r1_doctor.cli.main profiles check
+# the import-linter contracts in pyproject.toml (layers; the doctor never imports the trainer)
+# (`lint-imports` through this interpreter: the one on PATH may belong to another env)
+"$PY" -c "import sys; from importlinter.cli import lint_imports_command; sys.exit(lint_imports_command())"
+"$PY" -m shop_r1.cli profiles check
 "$PY" -m pytest "$@"

@@ -7,6 +7,10 @@ callbacks, dataset columns).
 
 from __future__ import annotations
 
+import hashlib
+import inspect
+import warnings
+from dataclasses import dataclass
 from typing import Any
 
 
@@ -19,6 +23,60 @@ def _version(dist: str) -> Any:
         return Version(version(dist))
     except PackageNotFoundError:
         return None
+
+
+@dataclass(frozen=True)
+class PrivatePatch:
+    """A patch of a private method, with the versions and the code it was verified on.
+
+    Applied only inside `verified` (a packaging specifier of `dist`) and only when the
+    target still takes the recorded parameters; tests/trainer/test_trainer_compat_gates.py
+    fails when the installed method's signature or source differs from the fingerprint,
+    i.e. when an upgrade needs the patch re-verified (then widen `verified` and update
+    the fingerprint, or drop the patch)."""
+
+    dist: str
+    verified: str  # e.g. ">=1.16,<1.17"
+    owner: str  # module:Class
+    method: str
+    params: tuple[str, ...]  # the leading parameters the patch relies on
+    source_sha256: str  # of inspect.getsource(method) where verified
+
+    def target(self) -> Any:
+        import importlib
+
+        module, _, cls = self.owner.partition(":")
+        return getattr(importlib.import_module(module), cls)
+
+    def fingerprint(self) -> tuple[tuple[str, ...], str]:
+        """(leading parameters, source sha256) of the installed method."""
+        method = getattr(self.target(), self.method)
+        names = tuple(inspect.signature(method).parameters)[: len(self.params)]
+        return names, hashlib.sha256(inspect.getsource(method).encode()).hexdigest()
+
+    def why_not(self) -> str | None:
+        """None when the patch may be applied; else why not, in words."""
+        from packaging.specifiers import SpecifierSet
+
+        have = _version(self.dist)
+        if have is None or have not in SpecifierSet(self.verified):
+            return f"{self.dist} {have} is outside {self.verified}, where it was verified"
+        if not hasattr(self.target(), self.method):
+            return f"{self.owner}.{self.method} no longer exists"
+        names, _ = self.fingerprint()
+        if names != self.params:
+            return f"{self.owner}.{self.method} now takes {names}, not {self.params}"
+        return None
+
+
+PADDED_LOGPS = PrivatePatch(
+    dist="trl",
+    verified=">=1.16,<1.17",
+    owner="trl.trainer.grpo_trainer:GRPOTrainer",
+    method="_get_per_token_logps_and_entropies",
+    params=("self", "model", "input_ids", "attention_mask", "logits_to_keep"),
+    source_sha256="ea73c3909275851d0cd664b1e7694905fdcd9c285e848ae923d7402234f2edce",
+)
 
 
 def trl_has_fused_lm_head() -> bool:
@@ -82,7 +140,7 @@ def liger_kwargs(enabled: bool) -> dict[str, Any]:
     return {"use_liger_kernel": True}
 
 
-def guard_padded_logps(trainer: Any) -> None:
+def guard_padded_logps(trainer: Any) -> bool:
     """TRL 1.16 (seen in 1.16.0) computes GRPO's KL term `exp(ref - logp) - ...` at every
     completion position and applies the completion mask afterwards. At padding both
     log-probs are unconstrained: once they differ by more than ~88 the exp is inf, and
@@ -94,9 +152,23 @@ def guard_padded_logps(trainer: Any) -> None:
     log-probs all come from `_get_per_token_logps_and_entropies`; setting them to 0 at
     padded completion positions (`torch.where`: an exact 0 gradient there) makes every
     ratio and the KL neutral at padding and leaves real tokens unchanged. Applied to one
-    trainer instance; remove when TRL masks before the exp."""
+    trainer instance; remove when TRL masks before the exp.
+
+    Gated (`PADDED_LOGPS`): outside the TRL versions it was verified on, or when the
+    method's parameters changed, it is not applied and a warning says why (the
+    NonFiniteGradGuard callback still drops NaN-gradient updates). Returns whether it
+    was applied."""
     import torch
 
+    why_not = PADDED_LOGPS.why_not()
+    if why_not is not None:
+        warnings.warn(
+            f"shop-r1: GRPO padded-logps guard not applied: {why_not}; NaN-gradient "
+            "updates are still dropped (NonFiniteGradGuard)",
+            RuntimeWarning,
+            stacklevel=2,
+        )
+        return False
     inner = trainer._get_per_token_logps_and_entropies
 
     def guarded(
@@ -107,6 +179,7 @@ def guard_padded_logps(trainer: Any) -> None:
         return (torch.where(keep, logps, torch.zeros_like(logps)), *rest)
 
     trainer._get_per_token_logps_and_entropies = guarded
+    return True
 
 
 def guard_sdpa_padded_rows() -> None:

@@ -11,11 +11,14 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from shop_r1.config import GRPORunConfig, SFTRunConfig, _RunConfig
-from shop_r1_doctor.facts import Facts, parse_version
-from shop_r1_doctor.memory import (
+from shop_r1_doctor.api import (
     GIB,
+    Facts,
     ModelShape,
     estimate_training_memory,
+    grpo_generation_unit,
+    parse_version,
+    round_up_to,
     vllm_memory_fraction,
 )
 
@@ -363,7 +366,6 @@ def _decide_grpo(
             why = "one GPU per trainer: a server on the same GPU fails (NCCL 'Duplicate GPU')"
         plan.note("vllm_mode", plan.vllm_mode, why)
     # The rollout batch: one optimizer step's worth, full groups of num_generations
-    step = math.lcm(cfg.num_generations, cfg.num_processes)
     if cfg.generation_batch_size == "auto":
         gen = cfg.global_batch_size
         why = f"one optimizer step of completions ({gen // cfg.num_generations} prompts x {cfg.num_generations})"
@@ -397,9 +399,10 @@ def _decide_grpo(
         loss_tokens_per_row=cfg.max_completion_length,
         reserved=reserved,
     )
-    unit = math.lcm(step, plan.micro_batch_size * cfg.num_processes, cfg.num_generations)
+    # TRL's rules (shop_r1_doctor.trl_rules, as the doctor's checks apply them)
+    unit = grpo_generation_unit(cfg.num_generations, cfg.num_processes, plan.micro_batch_size)
     if gen % unit:
-        fixed = math.ceil(gen / unit) * unit
+        fixed = round_up_to(gen, unit)
         why = (
             f"{gen} is not a multiple of num_generations {cfg.num_generations} and micro batch "
             f"{plan.micro_batch_size} x {cfg.num_processes} GPU(s): using {fixed}"

@@ -14,29 +14,8 @@ from typing import Any
 
 from transformers import TrainerCallback
 
+from shop_r1_doctor.api import GIB, ModelShape, flops_per_token, peak_flops
 from shop_r1_doctor.errors import ToolError
-from shop_r1_doctor.memory import GIB, ModelShape, flops_per_token
-
-# Dense bf16 (fp16 on Turing) tensor-core peak per GPU, TFLOP/s, from vendor datasheets;
-# the MFU convention is in ../shared/research/performance.md.
-PEAK_TFLOPS = {
-    "H200": 989.0,
-    "H100": 989.0,
-    "A100": 312.0,
-    "L40S": 362.0,
-    "RTX 4090": 165.2,
-    "L4": 121.0,
-    "A10G": 70.0,
-    "A10": 125.0,
-    "T4": 65.0,
-}
-
-
-def peak_flops(gpu_name: str | None) -> float | None:
-    for key, tflops in PEAK_TFLOPS.items():
-        if gpu_name and key in gpu_name:
-            return tflops * 1e12
-    return None
 
 
 class BindPolicyCallback(TrainerCallback):

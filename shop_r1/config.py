@@ -308,8 +308,8 @@ def _type_errors(cfg: Any) -> list[str]:
 
 def read_yaml(path: Path, cls: type[_RunConfig]) -> dict[str, Any]:
     """The YAML file's values; unknown keys fail with file:line: key."""
-    from shop_r1_doctor.yamlio import SafeLoader
-    from shop_r1_doctor.yamlio import read_yaml as read_yaml_file
+    from shop_r1_doctor.api import SafeLoader
+    from shop_r1_doctor.api import read_yaml as read_yaml_file
 
     text, values = read_yaml_file(path, "config")  # one-line read / parse errors
     node = yaml.compose(text, Loader=SafeLoader)  # for the line of an unknown key
@@ -379,7 +379,7 @@ def training_data_settings(model_dir: str | Path) -> tuple[Path, dict[str, Any]]
     """(file, split and prompt settings) of the run that wrote `model_dir`, or None when
     it is not a directory `shop-r1 train` wrote. The file is read and validated like a
     `--config` file; errors are one line naming it."""
-    from shop_r1_doctor.yamlio import read_yaml as read_yaml_file
+    from shop_r1_doctor.api import read_yaml as read_yaml_file
 
     path = Path(model_dir) / RUN_CONFIG
     if not path.is_file():

@@ -76,8 +76,7 @@ def run_pipeline(cfg: PipelineConfig, *, log: Callable[[str], None] = _log) -> d
     from shop_r1.eval import evaluate_model, rows_from_sessions, write_outputs
     from shop_r1.generate import chat_ids
     from shop_r1.tiny import make_tiny_model_and_tokenizer
-    from shop_r1_doctor.memory import ModelShape
-    from shop_r1_doctor.probes.collect import collect_snapshot
+    from shop_r1_doctor.api import ModelShape, collect_snapshot
 
     started = time.perf_counter()
     timings: dict[str, float] = {}

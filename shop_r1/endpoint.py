@@ -16,8 +16,8 @@ from collections.abc import Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor, as_completed
 from dataclasses import dataclass
 
+from shop_r1_doctor.api import redact_text
 from shop_r1_doctor.errors import ToolError
-from shop_r1_doctor.redact import redact_text
 
 RETRYABLE_STATUS = frozenset({408, 409, 425, 429, 500, 502, 503, 504})
 

@@ -263,7 +263,7 @@ class EvalOptions:
 
 def run_eval(opts: EvalOptions, *, on_done: Callable[[int], None] | None = None) -> EvalResult:
     """Generate, score and write; returns the result for the command to print."""
-    from shop_r1_doctor.redact import redact_text
+    from shop_r1_doctor.api import redact_text
 
     opts.check()
     rows = load_rows(

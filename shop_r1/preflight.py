@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import dataclasses
 import json
-import shutil
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -18,12 +17,8 @@ from typing import Any
 
 from shop_r1.autoconfig import AutoPlan, decide
 from shop_r1.config import GRPORunConfig, SFTRunConfig, _RunConfig
+from shop_r1_doctor.api import Finding, ModelShape, RunPlan
 from shop_r1_doctor.errors import ToolError
-from shop_r1_doctor.findings import Finding
-from shop_r1_doctor.memory import GIB, ModelShape
-
-# checkpoint = weights + optimizer state; keep this many + the final model on disk
-DISK_BYTES_PER_PARAM = 2 + 12
 
 
 @dataclass
@@ -80,88 +75,60 @@ def longest_row_tokens(rows: list[dict[str, Any]], tokenizer: Any, sample: int =
     return longest
 
 
-def live_snapshot() -> dict[str, Any]:
-    """The doctor's full snapshot (torch facts cached; risky imports in children)."""
-    from shop_r1_doctor.probes.collect import collect_snapshot
+def live_snapshot(output_dir: str | None = None) -> dict[str, Any]:
+    """The doctor's full snapshot (torch facts cached; risky imports in children), with
+    the free disk under `output_dir` for the doctor's checkpoint check."""
+    from shop_r1_doctor.api import collect_snapshot
 
-    return collect_snapshot(fast=False, timeout=60.0)
+    return collect_snapshot(fast=False, timeout=60.0, output_dir=output_dir)
 
 
-def plan_section(cfg: _RunConfig, plan: AutoPlan, shape: ModelShape, n_rows: int) -> dict[str, Any]:
-    """The snapshot contract's `plan` fields, for the doctor's plan checks."""
-    section = {
-        "task": "grpo" if isinstance(cfg, GRPORunConfig) else "sft",
-        "model": cfg.model,
-        "model_params": shape.params,
+def plan_section(
+    cfg: _RunConfig,
+    plan: AutoPlan,
+    shape: ModelShape,
+    n_rows: int,
+    longest_sample_tokens: int | None = None,
+) -> dict[str, Any]:
+    """The RunPlan of this run after auto-configuration: what will actually run."""
+    g = cfg if isinstance(cfg, GRPORunConfig) else None
+    vllm = g is not None and plan.use_vllm
+    server = vllm and plan.vllm_mode == "server"
+    return RunPlan(
+        task="grpo" if g else "sft",
+        model=cfg.model,
+        model_params=shape.params,
         # the full shape, so the doctor's memory checks need not guess it from params
-        "model_shape": dataclasses.asdict(shape),
-        "attn_implementation": plan.attn_implementation,
-        "bf16": plan.dtype == "bf16",
-        "fp16": plan.dtype == "fp16",
-        "master_fp32": plan.master_weights == "fp32",
-        "max_length": plan.seq_len,
-        "gradient_checkpointing": plan.gradient_checkpointing,
-        "chunked_loss": plan.chunked_loss,
-        "use_liger_kernel": plan.liger_kernel,
-        "num_processes": cfg.num_processes,
-        "per_device_train_batch_size": plan.micro_batch_size,
-        "gradient_accumulation_steps": plan.gradient_accumulation_steps,
-        "dataset_rows": n_rows,
-        "output_dir": cfg.output_dir,
-        "use_vllm": plan.use_vllm,
-    }
-    if isinstance(cfg, GRPORunConfig):
-        section["num_generations"] = cfg.num_generations
-        section["scale_rewards"] = cfg.scale_rewards
-        section["self_certainty_weight"] = cfg.self_certainty_weight
-        section["generation_batch_size"] = plan.generation_batch_size
-        if plan.use_vllm:
-            section["vllm_mode"] = plan.vllm_mode
-            section["vllm_gpu_memory_utilization"] = plan.vllm_gpu_memory_utilization
-            if plan.vllm_mode == "server":  # the doctor checks the client's address
-                section["vllm_server_host"] = cfg.vllm_server_host
-                section["vllm_server_port"] = cfg.vllm_server_port
-                section["vllm_group_port"] = cfg.vllm_group_port
-    return section
-
-
-def trainer_findings(
-    cfg: _RunConfig, plan: AutoPlan, shape: ModelShape, n_rows: int
-) -> list[Finding]:
-    """The trainer's own checks (the doctor's cover the environment and the plan)."""
-    # A dataset smaller than one batch (TRAINER_ZERO_STEPS_TINY_DATASET) is the doctor's
-    # plan check: it reads dataset_rows and the batch sizes from plan_section, for SFT
-    # (one effective batch) and GRPO (prompts per generation batch: TRL's sampler drops
-    # an incomplete one). Checking it here too printed the same error twice.
-    found = []
-    out = Path(cfg.output_dir).resolve()
-    probe = next((p for p in [out, *out.parents] if p.exists()), None)
-    if probe is not None:
-        free = shutil.disk_usage(probe).free
-        need = shape.params * DISK_BYTES_PER_PARAM * (cfg.save_total_limit + 1)
-        if free < need:
-            found.append(
-                Finding(
-                    code="TRAINER_DISK_FULL",
-                    severity="error",
-                    title=f"{free / GIB:.1f} GiB free under {probe}, checkpoints need ~{need / GIB:.1f} GiB",
-                    fix="free disk space, lower save_total_limit, or choose another --output-dir",
-                    subject="trainer",
-                )
-            )
-    if plan.predicted_peak_bytes > plan.memory_budget_bytes and plan.device == "cuda":
-        found.append(
-            Finding(
-                code="MODEL_TOO_LARGE_FOR_GPU",
-                severity="error",
-                title=f"predicted peak {plan.predicted_peak_bytes / GIB:.1f} GiB > "
-                f"{plan.memory_budget_bytes / GIB:.1f} GiB usable on the GPU",
-                fix="--set master_weights=bf16, a shorter max_length / max_prompt_tokens, "
-                "or a smaller model",
-                subject="trainer",
-            )
-        )
-    return found
+        model_shape=dataclasses.asdict(shape),
+        attn_implementation=plan.attn_implementation,
+        bf16=plan.dtype == "bf16",
+        fp16=plan.dtype == "fp16",
+        master_fp32=plan.master_weights == "fp32",
+        # SFT: the configured limit and the longest row (the doctor warns when rows are
+        # cut and sizes memory by the shorter); GRPO: prompt + completion tokens
+        max_length=cfg.max_length if isinstance(cfg, SFTRunConfig) else plan.seq_len,
+        longest_sample_tokens=longest_sample_tokens if isinstance(cfg, SFTRunConfig) else None,
+        gradient_checkpointing=plan.gradient_checkpointing,
+        chunked_loss=plan.chunked_loss,
+        use_liger_kernel=plan.liger_kernel,
+        num_processes=cfg.num_processes,
+        per_device_train_batch_size=plan.micro_batch_size,
+        gradient_accumulation_steps=plan.gradient_accumulation_steps,
+        dataset_rows=n_rows,
+        output_dir=cfg.output_dir,
+        save_total_limit=cfg.save_total_limit,
+        use_vllm=plan.use_vllm,
+        num_generations=g.num_generations if g else None,
+        scale_rewards=g.scale_rewards if g else None,
+        self_certainty_weight=g.self_certainty_weight if g else None,
+        generation_batch_size=plan.generation_batch_size if g else None,
+        vllm_mode=plan.vllm_mode if vllm else None,
+        vllm_gpu_memory_utilization=plan.vllm_gpu_memory_utilization if vllm else None,
+        # the doctor checks the client's address
+        vllm_server_host=g.vllm_server_host if g and server else None,
+        vllm_server_port=g.vllm_server_port if g and server else None,
+        vllm_group_port=g.vllm_group_port if g and server else None,
+    ).to_dict()
 
 
 def prepare(
@@ -183,23 +150,14 @@ def prepare(
 
             tokenizer_loader = AutoTokenizer.from_pretrained
         seq_len = max(longest_row_tokens(train_rows, tokenizer_loader(cfg.model)), 16)
-    snapshot = dict(snapshot if snapshot is not None else live_snapshot())
+    snapshot = dict(snapshot if snapshot is not None else live_snapshot(cfg.output_dir))
     from shop_r1._compat import trl_has_fused_lm_head
 
     plan = decide(snapshot, cfg, shape, seq_len=seq_len, trl_fused_lm_head=trl_has_fused_lm_head())
-    snapshot["plan"] = plan_section(cfg, plan, shape, len(train_rows))
-    from shop_r1_doctor.checks import run_checks
+    snapshot["plan"] = plan_section(cfg, plan, shape, len(train_rows), seq_len)
+    from shop_r1_doctor.api import run_checks
 
-    findings = trainer_findings(cfg, plan, shape, len(train_rows)) + run_checks(snapshot)
-    if isinstance(cfg, SFTRunConfig) and seq_len > cfg.max_length:
-        findings.append(
-            Finding(
-                code="TRAINER_ROWS_TRUNCATED",
-                severity="warning",
-                title=f"longest row is {seq_len} tokens > max_length {cfg.max_length}",
-                detail="Completions past max_length are cut; fully cut rows are dropped by TRL.",
-                fix="raise max_length or set max_prompt_tokens",
-                subject="trainer",
-            )
-        )
+    # The doctor's checks are the trainer's preflight: one disk check, one model-fit
+    # check and one truncation check, fed by the plan above and one memory model.
+    findings = run_checks(snapshot)
     return Prepared(cfg, plan, shape, train_rows, test_rows, snapshot, findings)

@@ -15,7 +15,7 @@ from shop_r1 import _compat
 from shop_r1.autoconfig import AutoPlan
 from shop_r1.config import GRPORunConfig
 from shop_r1.train_sft import common_training_kwargs, last_checkpoint
-from shop_r1_doctor.memory import ModelShape
+from shop_r1_doctor.api import ModelShape
 
 
 def reward_config(cfg: GRPORunConfig) -> Any:

@@ -12,7 +12,7 @@ from typing import Any
 from shop_r1 import _compat
 from shop_r1.autoconfig import AutoPlan
 from shop_r1.config import SFTRunConfig, _RunConfig
-from shop_r1_doctor.memory import ModelShape
+from shop_r1_doctor.api import ModelShape
 
 
 def common_training_kwargs(cfg: _RunConfig, plan: AutoPlan) -> dict[str, Any]:

@@ -12,6 +12,8 @@ from typing import Any
 
 from packaging.version import InvalidVersion, Version
 
+from shop_r1_doctor.hardware import parse_cc
+
 _WINDOWS_ABS = re.compile(r"^[A-Za-z]:[\\/]|^\\\\")
 
 
@@ -26,13 +28,8 @@ def parse_version(text: Any) -> Version | None:
 
 
 def cc_tuple(cc: Any) -> tuple[int, int] | None:
-    """Compute capability `"9.0"` -> (9, 0)."""
-    if not isinstance(cc, str) or "." not in cc:
-        return None
-    major, _, minor = cc.partition(".")
-    if not (major.isdigit() and minor.isdigit()):
-        return None
-    return int(major), int(minor)
+    """Compute capability `"9.0"` -> (9, 0) (the one parser: `hardware.parse_cc`)."""
+    return parse_cc(cc)
 
 
 class Facts:

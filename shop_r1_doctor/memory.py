@@ -300,6 +300,19 @@ def vllm_memory_fraction(
     return need / gpu_bytes
 
 
+def checkpoint_bytes(
+    params: int, *, weight_bytes: int = 4, optimizer: bool = True
+) -> tuple[int, int]:
+    """(one Trainer checkpoint, the final model) on disk, in bytes.
+
+    A checkpoint holds the weights in their training dtype (4 bytes with fp32 master
+    weights, 2 in pure bf16) and AdamW's two moments in the same dtype (`optimizer=False`:
+    `save_only_model`); the final model is the weights alone. Scheduler/RNG state is
+    kilobytes. The doctor's DISK_FULL_AT_CHECKPOINT is the one disk check using it."""
+    weights = params * weight_bytes
+    return weights + (2 * weights if optimizer else 0), weights
+
+
 def flops_per_token(shape: ModelShape, seq_len: int) -> float:
     """Training FLOPs per token: 6N + 12*L*d*s (PaLM/nanoGPT MFU convention)."""
     return 6 * shape.params + 12 * shape.layers * shape.hidden * seq_len

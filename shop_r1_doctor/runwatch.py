@@ -19,6 +19,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import BinaryIO
 
+from shop_r1_doctor.catalog import finding
 from shop_r1_doctor.errors import ToolError
 from shop_r1_doctor.findings import Finding
 from shop_r1_doctor.isolate import signal_name
@@ -93,16 +94,15 @@ def judge(result: RunResult, min_seconds: float) -> Verdict:
 
 
 def _quiet_finding(result: RunResult) -> Finding:
-    return Finding(
-        code="WRONG_PYTHON_INTERPRETER",
+    return finding(
+        "WRONG_PYTHON_INTERPRETER",
+        f"the command 'succeeded' in {result.seconds:.1f} s without doing the work",
         severity="error",
-        title=f"the command 'succeeded' in {result.seconds:.1f} s without doing the work",
         detail="A training command that exits 0 at once, often with an empty log, usually ran "
         "under another Python (a store stub, the system python) or could not import its package.",
         fix="run it with the environment's interpreter (`python -m ...` from the activated env); "
         "compare `which python` with the shebang of torchrun/accelerate",
         urls=("https://github.com/pytorch/pytorch/issues/92132",),
-        subject="run",
     )
 
 

@@ -1,1 +1,1 @@
-"""Typer groups of the trainer half; wired by shop_r1_doctor.cli.main."""
+"""Typer groups of the trainer half; wired by shop_r1.cli (the entry point)."""

@@ -69,7 +69,7 @@ def _run(
 
     from shop_r1.autoconfig import render_table
     from shop_r1.preflight import prepare
-    from shop_r1_doctor.snapshot import load_snapshot
+    from shop_r1_doctor.api import load_snapshot
 
     prepared = prepare(cfg, snapshot=load_snapshot(snapshot) if snapshot else None)
     console.print(render_table(prepared.plan, title=f"shop-r1 train {command}: auto-configuration"))

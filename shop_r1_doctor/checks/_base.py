@@ -14,42 +14,18 @@ from typing import Any
 from packaging.utils import canonicalize_name
 from packaging.version import Version
 
-from shop_r1_doctor.facts import Facts, cc_tuple, parse_version
-from shop_r1_doctor.findings import Finding, Severity
-from shop_r1_doctor.knowledge import load_codes
+from shop_r1_doctor.catalog import finding as finding  # re-exported: checks build findings here
+from shop_r1_doctor.facts import Facts, parse_version
+from shop_r1_doctor.hardware import Archs, parse_cc, parse_torch_archs
+from shop_r1_doctor.hardware import cc_text as cc_text  # re-exported for the checks
+from shop_r1_doctor.runplan import FIELDS as RUNPLAN_FIELDS
 
 CC = tuple[int, int]
 GIB = 1024**3
 
 
-def finding(
-    code: str,
-    title: str,
-    *,
-    detail: str = "",
-    fix: str | None = None,
-    severity: Severity | None = None,
-    urls: Iterable[str] = (),
-) -> Finding:
-    """A Finding with the code's default severity, fix, subject and sources filled in."""
-    info = load_codes()[code]
-    return Finding(
-        code=code,
-        severity=severity or info.severity,  # type: ignore[arg-type]
-        title=title,
-        detail=detail,
-        fix=fix if fix is not None else info.fix,
-        urls=tuple(dict.fromkeys([*info.urls, *urls])),
-        subject=info.subject,
-    )
-
-
-def cc_text(cc: CC) -> str:
-    return f"{cc[0]}.{cc[1]}"
-
-
 def gpu_cc(gpu: dict[str, Any]) -> CC | None:
-    return cc_tuple(gpu.get("compute_capability"))
+    return parse_cc(gpu.get("compute_capability"))
 
 
 def gpu_name(gpu: dict[str, Any]) -> str:
@@ -183,30 +159,23 @@ def torch_variant(facts: Facts) -> str | None:
     return f"cu{cuda.major}{cuda.minor}" if cuda else None
 
 
-def torch_arch_list(facts: Facts) -> tuple[list[CC], list[CC]] | None:
-    """(SASS archs, PTX archs) from torch.cuda.get_arch_list(); None when unknown."""
+def torch_arch_list(facts: Facts) -> Archs | None:
+    """What torch.cuda.get_arch_list() says this torch carries; None when unknown."""
     t = facts.torch
     archs = t.get("arch_list") if t else None
     if not isinstance(archs, list) or not archs:
         return None
-    sass: list[CC] = []
-    ptx: list[CC] = []
-    for a in archs:
-        m = re.fullmatch(r"(sm|compute)_(\d+)(\d)[af]?", a) if isinstance(a, str) else None
-        if m:
-            (sass if m.group(1) == "sm" else ptx).append((int(m.group(2)), int(m.group(3))))
-    return sass, ptx
-
-
-def arch_runs(cc: CC, sass: Iterable[CC], ptx: Iterable[CC]) -> bool:
-    """SASS runs on the same major with a lower or equal minor; PTX JITs upward."""
-    return any(a[0] == cc[0] and a[1] <= cc[1] for a in sass) or any(p <= cc for p in ptx)
+    return parse_torch_archs(archs)
 
 
 # --- the plan ---------------------------------------------------------------------------
 
 
 def plan_get(facts: Facts, key: str, kind: type | tuple[type, ...]) -> Any:
+    """A RunPlan field of the snapshot's plan; a name the contract lacks is a bug (a plan
+    field no producer can write), so it raises and the runner reports CHECK_FAILED."""
+    if key not in RUNPLAN_FIELDS:
+        raise KeyError(f"plan field {key!r} is not in the RunPlan contract (runplan.py)")
     value = facts.plan.get(key)
     if isinstance(value, bool) and kind is not bool:
         return None

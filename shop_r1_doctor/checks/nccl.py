@@ -22,6 +22,7 @@ from shop_r1_doctor.checks._base import (
 )
 from shop_r1_doctor.facts import Facts, parse_version
 from shop_r1_doctor.findings import Finding
+from shop_r1_doctor.hardware import gpu_info
 from shop_r1_doctor.knowledge import load_compat
 
 SMALL_SHM = GIB
@@ -111,12 +112,14 @@ def docker_shm(facts: Facts) -> Iterator[Finding]:
     )
 
 
+def no_p2p(name: object) -> bool:
+    info = gpu_info(name)
+    return info is not None and info.p2p is False
+
+
 def consumer_p2p(facts: Facts) -> Iterator[Finding]:
-    gpus = [
-        g
-        for g in visible_gpus(facts)
-        if any(s in str(g.get("name", "")) for s in ("RTX 40", "RTX 50"))
-    ]
+    # knowledge/gpus.yaml: `p2p: false` marks the cards whose PCIe P2P path hangs NCCL
+    gpus = [g for g in visible_gpus(facts) if no_p2p(g.get("name"))]
     if len(gpus) < 2 or not facts.known("env") or facts.env_value("NCCL_P2P_DISABLE") is not None:
         return  # an unknown environment may well set NCCL_P2P_DISABLE
     if facts.plan and world_size(facts) < 2:

@@ -28,6 +28,14 @@ from shop_r1_doctor.checks._base import (
 )
 from shop_r1_doctor.facts import Facts
 from shop_r1_doctor.findings import Finding
+from shop_r1_doctor.trl_rules import (
+    TRL_DEFAULTS,
+    GrpoBatch,
+    grpo_batch,
+    sft_effective_batch,
+    steps_multiple_for,
+    valid_num_generations,
+)
 
 LOCAL_HOSTS = ("localhost", "127.0.0.1", "::1")
 HF_DATASET_ROOT = re.compile(r"^hf://datasets/[^/]+/[^/@]+(@[^/]+)?/?$")
@@ -95,49 +103,40 @@ def self_certainty_group_scaled(facts: Facts) -> Iterator[Finding]:
     )
 
 
-def _grpo_batch(facts: Facts) -> tuple[int, int, str] | None:
-    """(generation batch, num_generations, how the batch was formed) for a GRPO plan."""
+def _grpo_batch(facts: Facts) -> GrpoBatch | None:
+    """The generation batch of a GRPO plan, by TRL's rules (trl_rules.py)."""
     if plan_str(facts, "task") != "grpo":
         return None
-    gens = plan_int(facts, "num_generations") or 8  # TRL's default
-    explicit = plan_int(facts, "generation_batch_size")
-    if explicit:
-        return explicit, gens, f"generation_batch_size={explicit}"
-    procs = plan_int(facts, "num_processes") or 1
-    per_device = plan_int(facts, "per_device_train_batch_size") or 8
-    steps = (
-        plan_int(facts, "steps_per_generation")
-        or plan_int(facts, "gradient_accumulation_steps")
-        or 1
+    return grpo_batch(
+        num_processes=plan_int(facts, "num_processes"),
+        per_device=plan_int(facts, "per_device_train_batch_size"),
+        gradient_accumulation_steps=plan_int(facts, "gradient_accumulation_steps"),
+        steps_per_generation=plan_int(facts, "steps_per_generation"),
+        generation_batch_size=plan_int(facts, "generation_batch_size"),
+        num_generations=plan_int(facts, "num_generations"),
     )
-    how = f"{procs} process(es) x per_device_train_batch_size {per_device} x steps_per_generation {steps}"
-    return procs * per_device * steps, gens, how
 
 
 def grpo_batch_divisible(facts: Facts) -> Iterator[Finding]:
     batch = _grpo_batch(facts)
-    if batch is None:
+    if batch is None or batch.whole_groups:
         return
-    size, gens, how = batch
-    if gens >= 2 and size % gens == 0:
-        return
-    valid = [g for g in range(2, size + 1) if size % g == 0]
+    size, gens = batch.size, batch.num_generations
+    valid = valid_num_generations(size)
     fix = f"num_generations: one of {', '.join(map(str, valid))}" if valid else ""
-    explicit = plan_int(facts, "generation_batch_size")
-    if gens >= 2 and not explicit:
-        per_step = size // max(
+    if gens >= 2 and not batch.explicit:
+        steps = (
             plan_int(facts, "steps_per_generation")
             or plan_int(facts, "gradient_accumulation_steps")
-            or 1,
-            1,
+            or 1
         )
-        multiple = gens // _gcd(gens, max(per_step, 1))
+        multiple = steps_multiple_for(gens, size // max(steps, 1))
         fix += (
             f"; or keep num_generations={gens} with steps_per_generation a multiple of {multiple}"
         )
     yield finding(
         "TRL_GRPO_BATCH_NOT_DIVISIBLE",
-        f"GRPO generation batch {size} ({how}) is not divisible by num_generations={gens}"
+        f"GRPO generation batch {size} ({batch.how}) is not divisible by num_generations={gens}"
         if gens >= 2
         else f"num_generations={gens}: GRPO needs at least 2 completions per prompt",
         detail="'The global train batch size must be evenly divisible by the number of "
@@ -147,22 +146,15 @@ def grpo_batch_divisible(facts: Facts) -> Iterator[Finding]:
     )
 
 
-def _gcd(a: int, b: int) -> int:
-    while b:
-        a, b = b, a % b
-    return a
-
-
 def tiny_dataset(facts: Facts) -> Iterator[Finding]:
     rows = plan_int(facts, "dataset_rows")
     if rows is None:
         return
     batch = _grpo_batch(facts)
     if batch is not None:
-        size, gens, _ = batch
-        if gens < 2 or size % gens:
+        if not batch.whole_groups:
             return  # grpo_batch_divisible reports the batch first
-        prompts = size // gens
+        size, gens, prompts = batch.size, batch.num_generations, batch.prompts
         if rows >= prompts:
             return
         yield finding(
@@ -174,10 +166,16 @@ def tiny_dataset(facts: Facts) -> Iterator[Finding]:
             f"(e.g. per_device_train_batch_size x steps_per_generation = {rows * gens})",
         )
         return
-    procs = plan_int(facts, "num_processes") or 1
-    per_device = plan_int(facts, "per_device_train_batch_size") or 8
-    accum = plan_int(facts, "gradient_accumulation_steps") or 1
-    effective = procs * per_device * accum
+    procs = plan_int(facts, "num_processes") or TRL_DEFAULTS["num_processes"]
+    per_device = (
+        plan_int(facts, "per_device_train_batch_size")
+        or TRL_DEFAULTS["per_device_train_batch_size"]
+    )
+    accum = (
+        plan_int(facts, "gradient_accumulation_steps")
+        or TRL_DEFAULTS["gradient_accumulation_steps"]
+    )
+    effective = sft_effective_batch(procs, per_device, accum)
     if rows < effective:
         yield finding(
             "TRAINER_ZERO_STEPS_TINY_DATASET",
@@ -186,6 +184,18 @@ def tiny_dataset(facts: Facts) -> Iterator[Finding]:
             detail="The trainer may run zero optimizer steps and save an untrained model.",
             fix=f"more rows, or per_device_train_batch_size x gradient_accumulation_steps <= {rows // procs or 1}",
         )
+
+
+def rows_truncated(facts: Facts) -> Iterator[Finding]:
+    limit = plan_int(facts, "max_length")
+    longest = plan_int(facts, "longest_sample_tokens")
+    if plan_str(facts, "task") != "sft" or not limit or not longest or longest <= limit:
+        return
+    yield finding(
+        "TRAINER_ROWS_TRUNCATED",
+        f"the longest sample is {longest} tokens > max_length {limit}",
+        detail="Completions past max_length are cut; fully cut rows are dropped by TRL.",
+    )
 
 
 def server_same_gpu(facts: Facts) -> Iterator[Finding]:
@@ -248,19 +258,34 @@ def server_unreachable(facts: Facts) -> Iterator[Finding]:
         )
 
 
+def server_ports_clash(facts: Facts) -> Iterator[Finding]:
+    """The weight-sync group port is a second listener next to the server's HTTP port."""
+    if not uses_vllm(facts) or plan_str(facts, "vllm_mode") != "server":
+        return
+    http, group = plan_int(facts, "vllm_server_port"), plan_int(facts, "vllm_group_port")
+    if http is None or http != group:
+        return
+    yield finding(
+        "TRL_VLLM_GROUP_PORT_IN_USE",
+        f"vllm_group_port {group} is the server's HTTP port: the weight-sync group cannot bind it",
+        detail="`trl vllm-serve` listens on vllm_server_port; the NCCL weight-sync store then "
+        "fails with EADDRINUSE or hangs at the first sync.",
+        fix=f"vllm_group_port: {51216 if http != 51216 else 51217} (any other free port)",
+    )
+
+
 def dataset_path(facts: Facts) -> Iterator[Finding]:
-    for key in ("dataset_path", "dataset", "train_file", "data_files"):
-        value = plan_get(facts, key, (str, list))
-        paths = value if isinstance(value, list) else [value] if value else []
-        for path in paths:
-            if isinstance(path, str) and HF_DATASET_ROOT.match(path):
-                yield finding(
-                    "DATASET_PATH_NOT_FILES",
-                    f"{key}={path} is a dataset repository root, not data files",
-                    detail="load_dataset('parquet', data_files=...) needs files: a repo root fails "
-                    "to resolve.",
-                    fix=f"{key}: {path.rstrip('/')}/data/<file>.parquet (or load_dataset('{path[len('hf://datasets/') :].rstrip('/')}'))",
-                )
+    # the RunPlan's one dataset field (TRL's own names map onto it when a plan is written)
+    key = "dataset"
+    path = plan_get(facts, "dataset", str)
+    if path and HF_DATASET_ROOT.match(path):
+        yield finding(
+            "DATASET_PATH_NOT_FILES",
+            f"{key}={path} is a dataset repository root, not data files",
+            detail="load_dataset('parquet', data_files=...) needs files: a repo root fails "
+            "to resolve.",
+            fix=f"{key}: {path.rstrip('/')}/data/<file>.parquet (or load_dataset('{path[len('hf://datasets/') :].rstrip('/')}'))",
+        )
 
 
 def env_references(facts: Facts) -> Iterator[Finding]:
@@ -286,10 +311,19 @@ def disk_at_checkpoint(facts: Facts) -> Iterator[Finding]:
     free = _free_at_output(facts)
     if not params or free is None:
         return
+    from shop_r1_doctor.memory import checkpoint_bytes
+
     only_model = plan_bool(facts, "save_only_model") is True
-    per_ckpt = params * 2 + (0 if only_model else params * 8)  # bf16 weights + AdamW fp32 m, v
+    # weights (and AdamW's moments) in the training dtype: fp32 unless the plan says pure
+    # bf16/fp16 (master_fp32: false); transformers loads fp32 weights under bf16 autocast
+    pure_half = plan_bool(facts, "master_fp32") is False and (
+        plan_bool(facts, "bf16") is True or plan_bool(facts, "fp16") is True
+    )
+    per_ckpt, final = checkpoint_bytes(
+        params, weight_bytes=2 if pure_half else 4, optimizer=not only_model
+    )
     keep = plan_int(facts, "save_total_limit") or 1
-    need = per_ckpt * keep + params * 2  # kept checkpoints + the final model
+    need = per_ckpt * keep + final  # kept checkpoints + the final model
     if need <= free:
         return
     yield finding(
@@ -309,6 +343,11 @@ def _free_at_output(facts: Facts) -> int | None:
     out = facts.probed_path(plan_str(facts, "output_dir") or "")
     if isinstance(table.get(out), int):
         return int(table[out])
+    # the host probe records a relative output_dir under the cwd it resolved it against
+    tail = "/" + out.removeprefix("./").rstrip("/")
+    resolved = [f for p, f in table.items() if isinstance(p, str) and p.endswith(tail)]
+    if out and not out.startswith("/") and resolved and isinstance(resolved[0], int):
+        return int(resolved[0])
     best = None
     for path, free in table.items():
         if not isinstance(free, int) or not isinstance(path, str):
@@ -327,8 +366,10 @@ CHECKS = (
     self_certainty_group_scaled,
     grpo_batch_divisible,
     tiny_dataset,
+    rows_truncated,
     server_same_gpu,
     server_unreachable,
+    server_ports_clash,
     dataset_path,
     env_references,
     disk_at_checkpoint,

@@ -17,6 +17,7 @@ from shop_r1_doctor.checks._base import (
     gpu_name,
     plan_bool,
     plan_float,
+    plan_get,
     plan_int,
     plan_str,
     uses_vllm,
@@ -36,12 +37,10 @@ def _setup(facts: Facts) -> tuple[Any, dict[str, Any], int] | None:
     gpus = [g for g in visible_gpus(facts) if isinstance(g.get("memory_total_bytes"), int)]
     if not params or not gpus or plan_bool(facts, "use_peft") is True:
         return None
-    from shop_r1_doctor import memory
-
-    shape = dataclasses.replace(memory.shape_for_params(params), params=params)
+    shape = _shape(facts, params)
     shards = plan_int(facts, "num_processes") or 1 if plan_bool(facts, "fsdp") else 1
     settings = {
-        "seq_len": plan_int(facts, "max_length") or DEFAULT_SEQ,
+        "seq_len": seq_len(facts),
         "micro_batch": plan_int(facts, "per_device_train_batch_size") or 1,
         "dtype": "fp16"
         if plan_bool(facts, "fp16")
@@ -55,6 +54,31 @@ def _setup(facts: Facts) -> tuple[Any, dict[str, Any], int] | None:
         "shards": shards,
     }
     return shape, settings, min(g["memory_total_bytes"] for g in gpus)
+
+
+def seq_len(facts: Facts) -> int:
+    """Tokens per sample: max_length, or the longest sample when it is shorter (the
+    trainer's plan says both; a batch is padded to its longest row, not to max_length)."""
+    limit = plan_int(facts, "max_length")
+    longest = plan_int(facts, "longest_sample_tokens")
+    if limit and longest:
+        return min(limit, longest)
+    return limit or longest or DEFAULT_SEQ
+
+
+def _shape(facts: Facts, params: int) -> Any:
+    """The plan's full model shape when it carries one (`train` does), else the known
+    Qwen2.5 shape nearest to `params` with its parameter count."""
+    from shop_r1_doctor import memory
+
+    given = plan_get(facts, "model_shape", dict)
+    if given:
+        known = {f.name for f in dataclasses.fields(memory.ModelShape)}
+        try:
+            return memory.ModelShape(**{k: v for k, v in given.items() if k in known})
+        except TypeError:
+            pass  # an incomplete shape: fall back to the nearest known one
+    return dataclasses.replace(memory.shape_for_params(params), params=params)
 
 
 def _gpu(facts: Facts) -> dict[str, Any]:
@@ -153,8 +177,8 @@ def kv_cache(facts: Facts) -> Iterator[Finding]:
         VLLM_SERVE_UTIL if server else TRL_COLOCATE_UTIL
     )
     tp = plan_int(facts, "vllm_tensor_parallel_size") or 1
-    shape = dataclasses.replace(memory.shape_for_params(params), params=params)
-    seq = plan_int(facts, "max_length") or DEFAULT_SEQ
+    shape = _shape(facts, params)
+    seq = seq_len(facts)
     # weights and KV cache split across tensor-parallel ranks
     need = (
         memory.vllm_memory_fraction(shape, total, max_seq_len=seq, concurrent_seqs=1) * total / tp

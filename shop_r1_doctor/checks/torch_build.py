@@ -6,7 +6,6 @@ import os
 from collections.abc import Iterator
 
 from shop_r1_doctor.checks._base import (
-    arch_runs,
     attn_impl,
     cc_text,
     finding,
@@ -23,6 +22,7 @@ from shop_r1_doctor.checks._base import (
 )
 from shop_r1_doctor.facts import Facts, parse_version
 from shop_r1_doctor.findings import Finding
+from shop_r1_doctor.hardware import archs_with_ptx, parse_arch_list
 from shop_r1_doctor.knowledge import load_compat
 
 
@@ -62,18 +62,17 @@ def torch_arch_covers_gpus(facts: Facts) -> Iterator[Finding]:
         row = load_compat().archs_for(tv, variant) if variant else None
         if row is None:
             return
-        archs = (list(row.archs), [max(row.archs)] if row.ptx else [])
+        archs = archs_with_ptx(row.archs, row.ptx)
         source = f"the official {variant} wheel's arch list ({row.source})"
-    sass, ptx = archs
     vllm_installed = pkg_installed(facts, "vllm") is True
     seen = set()
     for gpu in facts.gpus:
         cc = gpu_cc(gpu)
-        if cc is None or cc in seen or arch_runs(cc, sass, ptx):
+        if cc is None or cc in seen or archs.runs_on(cc):
             continue
         seen.add(cc)
         sm = f"sm_{cc[0]}{cc[1]}"
-        listed = " ".join(f"sm_{a}{b}" for a, b in sass) or "none"
+        listed = " ".join(f"sm_{a}{b}" for a, b in archs.sass) or "none"
         title = f"torch {tv} has no kernels for {sm} ({gpu_name(gpu)})"
         detail = (
             f"Arch list from {source}: {listed}. CUDA ops fail with 'no kernel image is available'."
@@ -190,18 +189,9 @@ def ext_arch_list(facts: Facts) -> Iterator[Finding]:
     value = facts.env_value("TORCH_CUDA_ARCH_LIST")
     if not value or not facts.gpus:
         return
-    sass, ptx = [], []
-    for item in value.replace(",", ";").replace(" ", ";").split(";"):
-        item = item.strip()
-        base = item.removesuffix("+PTX")
-        major, _, minor = base.partition(".")
-        if major.isdigit() and minor[:1].isdigit():
-            cc = (int(major), int(minor[:1]))
-            sass.append(cc)
-            if item.endswith("+PTX"):
-                ptx.append(cc)
+    archs = parse_arch_list(value)
     for cc in sorted({c for c in (gpu_cc(g) for g in facts.gpus) if c}):
-        if not arch_runs(cc, sass, ptx):
+        if not archs.runs_on(cc):
             yield finding(
                 "EXT_BUILD_ARCH_LIST_MISSES_GPU",
                 f"TORCH_CUDA_ARCH_LIST={value!r} does not cover cc {cc_text(cc)}",

@@ -84,19 +84,12 @@ def launch(
 
 
 def _from_facts() -> tuple[str, int, bool, bool]:
-    """(profile, GPU count, vLLM usable, GeForce) from a fast doctor snapshot."""
+    """(profile, GPU count, vLLM usable, consumer GPUs) from a fast doctor snapshot."""
     from shop_r1_doctor.facts import Facts
+    from shop_r1_doctor.launch.plan import layout_from_facts
     from shop_r1_doctor.probes.collect import collect_snapshot
-    from shop_r1_doctor.profiles import match_profile
 
-    facts = Facts(collect_snapshot(fast=True))
-    match = match_profile(facts)
-    if match is None:
-        names = ", ".join(str(g.get("name", "?")) for g in facts.gpus) or "unknown GPUs"
-        raise ToolError(f"launch --auto: no profile matches this machine ({names}); pass --profile")
-    vllm_ok = facts.installed("vllm") is True and facts.import_ok("vllm") is not False
-    consumer = any("geforce" in str(g.get("name", "")).lower() for g in facts.gpus)
-    return match.name, len(facts.gpus), vllm_ok, consumer
+    return layout_from_facts(Facts(collect_snapshot(fast=True)))
 
 
 def _read_config(path: Path) -> dict[str, Any]:

@@ -1,4 +1,9 @@
-"""Wires the command groups of `shop-r1`. Nothing heavy is imported here.
+"""The doctor's half of `shop-r1`: its command groups, the root options, the error boundary.
+
+The full `shop-r1` entry point is `shop_r1.cli` (it adds the trainer's groups to the app
+built here); this module never imports the trainer, so the doctor stands alone and
+`python -m shop_r1_doctor.cli.main` runs the doctor-only commands (doctor, profiles,
+build-image, launch, report, run).
 
 Each group module imports only typer at module level; the work it calls is imported
 inside the command function, so `shop-r1 --help` stays fast in any environment.
@@ -11,31 +16,11 @@ import sys
 
 import typer
 
-from shop_r1.commands import data, demo, score, train
-from shop_r1.commands import eval as eval_cmd
 from shop_r1_doctor import __version__
 from shop_r1_doctor.cli import build_image, doctor, launch, profiles, report, run
 from shop_r1_doctor.errors import ToolError
 
-app = typer.Typer(
-    name="shop-r1",
-    help="Environment doctor and trainer for Shop-R1 (SFT then GRPO on shopper actions).",
-    no_args_is_help=True,
-    add_completion=False,
-    pretty_exceptions_enable=False,
-)
-
-doctor.register(app)
-profiles.register(app)
-build_image.register(app)
-launch.register(app)
-report.register(app)
-run.register(app)
-data.register(app)
-score.register(app)
-train.register(app)
-eval_cmd.register(app)
-demo.register(app)
+DOCTOR_GROUPS = (doctor, profiles, build_image, launch, report, run)
 
 
 def _version(value: bool) -> None:
@@ -44,24 +29,45 @@ def _version(value: bool) -> None:
         raise typer.Exit()
 
 
-@app.callback()
-def _root(
-    version: bool = typer.Option(
-        False, "--version", callback=_version, is_eager=True, help="Print the version."
-    ),
-) -> None:
-    """Environment doctor and trainer for Shop-R1."""
+def make_app(help_text: str) -> typer.Typer:
+    """A root app with `--version` and the doctor's groups registered."""
+    root = typer.Typer(
+        name="shop-r1",
+        help=help_text,
+        no_args_is_help=True,
+        add_completion=False,
+        pretty_exceptions_enable=False,
+    )
+
+    @root.callback(help=help_text)
+    def _root(
+        version: bool = typer.Option(
+            False, "--version", callback=_version, is_eager=True, help="Print the version."
+        ),
+    ) -> None:
+        pass
+
+    for group in DOCTOR_GROUPS:
+        group.register(root)
+    return root
 
 
-def main() -> None:
-    """Entry point: known failures become one line and exit 2 (SHOP_R1_DEBUG=1 for tracebacks)."""
+def run_app(root: typer.Typer) -> None:
+    """Known failures become one line and exit 2 (SHOP_R1_DEBUG=1 for tracebacks)."""
     try:
-        app()
+        root()
     except ToolError as exc:
         if os.environ.get("SHOP_R1_DEBUG"):
             raise
         print(f"shop-r1: error: {exc}", file=sys.stderr)
         sys.exit(exc.exit_code)
+
+
+app = make_app("Environment doctor for Shop-R1 (the trainer's commands: `shop-r1`).")
+
+
+def main() -> None:
+    run_app(app)
 
 
 if __name__ == "__main__":

@@ -17,6 +17,7 @@ from packaging.specifiers import InvalidSpecifier, SpecifierSet
 from packaging.version import InvalidVersion, Version
 
 from shop_r1_doctor.errors import ToolError
+from shop_r1_doctor.hardware import parse_cc
 from shop_r1_doctor.yamlio import read_yaml
 
 COMPAT_PATH = Path(__file__).with_name("compat.yaml")
@@ -271,10 +272,9 @@ def _kind(kind: type | tuple[type, ...]) -> str:
 
 
 def _cc(text: Any, where: str, file: str) -> CC:
-    if isinstance(text, str):
-        major, _, minor = text.partition(".")
-        if major.isdigit() and minor.isdigit():
-            return int(major), int(minor)
+    cc = parse_cc(text)
+    if cc is not None:
+        return cc
     raise ToolError(f"{file}: {where}: not a compute capability like '8.0': {text!r}")
 
 

@@ -11,12 +11,16 @@ from dataclasses import dataclass, field
 from typing import Any, Literal
 
 from shop_r1_doctor.errors import ToolError
+from shop_r1_doctor.facts import Facts
+from shop_r1_doctor.hardware import gpu_info
 from shop_r1_doctor.profiles.model import Profile
+from shop_r1_doctor.runplan import RunPlan
 
 Task = Literal["sft", "grpo", "eval", "vllm-server"]
 TASKS: tuple[str, ...] = ("sft", "grpo", "eval", "vllm-server")
 Generation = Literal["vllm-colocate", "vllm-server", "transformers", "none"]
 DEFAULT_MODEL = "Qwen/Qwen2.5-0.5B-Instruct"
+SERVER_GPU_MEMORY_UTILIZATION = 0.9  # a dedicated vLLM server's default share of its GPU
 
 
 @dataclass(frozen=True)
@@ -50,7 +54,9 @@ class LaunchPlan:
     decisions: tuple[str, ...]
     env: dict[str, str]
     run_config: dict[str, Any]  # written next to the script, passed as --config
-    doctor_plan: dict[str, Any]  # written next to the script, read by `doctor --plan`
+    # The RunPlan written next to the script (`doctor --plan` reads it): what the launch
+    # decides. Settings the trainer auto-configures on the target are left to `train`.
+    doctor_plan: dict[str, Any]
 
     @property
     def total_processes(self) -> int:
@@ -61,8 +67,62 @@ class LaunchPlan:
         return default_output_dir(self.request)
 
 
+def _doctor_plan(
+    req: LaunchRequest, generation: Generation, processes: int, run_config: dict[str, Any]
+) -> dict[str, Any]:
+    """The RunPlan of what this launch fixes: layout, ports, model, data, output.
+
+    Attention, dtype and batch sizes are the trainer's auto-configuration, decided on the
+    target's own facts when `train` starts (the script's preflight for sft/grpo is
+    `train --dry-run`): a profile's preferred attention is not what runs on a machine
+    without flash-attn, so the plan claims it only when the run config fixes it.
+    """
+    fixed = {k: v for k, v in run_config.items() if v != "auto"}
+    dtype = fixed.get("dtype")
+    # TRL's client settings: only a GRPO trainer talks to a server (a bare `vllm-server`
+    # launch has no trainer to share a GPU with)
+    server = generation == "vllm-server" and req.task == "grpo"
+    train = req.task in ("sft", "grpo")
+    return RunPlan(
+        task=req.task if train else None,
+        model=req.model,
+        dataset=req.data,
+        output_dir=default_output_dir(req),
+        num_processes=processes,
+        use_ray=req.ray,
+        attn_implementation=fixed.get("attn_implementation") if train else None,
+        bf16=dtype == "bf16" if train and dtype else None,
+        fp16=dtype == "fp16" if train and dtype else None,
+        use_vllm=generation != "transformers" if req.task in ("grpo", "vllm-server") else None,
+        vllm_mode="server" if server else "colocate" if generation == "vllm-colocate" else None,
+        vllm_server_host="127.0.0.1" if server else None,
+        vllm_server_port=req.vllm_port if server else None,
+        vllm_group_port=req.group_port if server else None,
+        # the bare server's share of its GPUs (the script's VLLM_GPU_MEMORY_UTILIZATION)
+        vllm_gpu_memory_utilization=SERVER_GPU_MEMORY_UTILIZATION
+        if req.task == "vllm-server"
+        else None,
+    ).to_dict()
+
+
 def default_output_dir(req: LaunchRequest) -> str:
     return req.output_dir or f"runs/{req.task}"
+
+
+def layout_from_facts(facts: Facts) -> tuple[str, int, bool, bool]:
+    """`launch --auto`: (profile, GPU count, vLLM usable, consumer GPUs) from the facts."""
+    from shop_r1_doctor.profiles import match_profile
+
+    match = match_profile(facts)
+    if match is None:
+        names = ", ".join(str(g.get("name", "?")) for g in facts.gpus) or "unknown GPUs"
+        raise ToolError(f"launch --auto: no profile matches this machine ({names}); pass --profile")
+    vllm_ok = facts.installed("vllm") is True and facts.import_ok("vllm") is not False
+    # cards whose PCIe P2P path hangs NCCL (knowledge/gpus.yaml `p2p: false`)
+    consumer = any(
+        (info := gpu_info(g.get("name"))) is not None and info.p2p is False for g in facts.gpus
+    )
+    return match.name, len(facts.gpus), vllm_ok, consumer
 
 
 def plan_launch(req: LaunchRequest) -> LaunchPlan:
@@ -142,30 +202,7 @@ def plan_launch(req: LaunchRequest) -> LaunchPlan:
                 vllm_group_port=req.group_port,
             )
 
-    doctor_plan: dict[str, Any] = {
-        "model": req.model,
-        "output_dir": default_output_dir(req),
-        "num_processes": per_node * req.nodes,
-        "attn_implementation": p.attention,
-        "use_ray": req.ray,
-    }
-    if req.task in ("sft", "grpo"):
-        doctor_plan["task"] = req.task
-    if p.dtype in ("bf16", "fp16"):
-        doctor_plan[p.dtype] = True
-    if req.data:
-        doctor_plan["dataset"] = req.data
-    if req.task in ("grpo", "vllm-server"):
-        doctor_plan["use_vllm"] = generation != "transformers"
-    if generation == "vllm-server":
-        doctor_plan.update(
-            vllm_mode="server",
-            vllm_server_host="127.0.0.1",
-            vllm_server_port=req.vllm_port,
-            vllm_group_port=req.group_port,
-        )
-    elif generation == "vllm-colocate":
-        doctor_plan["vllm_mode"] = "colocate"
+    doctor_plan = _doctor_plan(req, generation, per_node * req.nodes, run_config)
     return LaunchPlan(
         request=req,
         generation=generation,

@@ -15,9 +15,10 @@ from pathlib import Path
 
 import yaml
 
-from shop_r1_doctor.launch.plan import LaunchPlan
+from shop_r1_doctor.launch.plan import SERVER_GPU_MEMORY_UTILIZATION, LaunchPlan
+from shop_r1_doctor.runplan import RUNPLAN_SCHEMA
 
-CLI = '"$PYTHON" -m shop_r1_doctor.cli.main'
+CLI = '"$PYTHON" -m shop_r1.cli'
 
 
 @dataclass(frozen=True)
@@ -41,7 +42,7 @@ def render_launch(plan: LaunchPlan, script_name: str) -> LaunchFiles:
     names = sibling_names(script_name)
     files = {
         script_name: render_script(plan, names),
-        names["plan"]: json.dumps(plan.doctor_plan, indent=2) + "\n",
+        names["plan"]: json.dumps({"schema": RUNPLAN_SCHEMA, **plan.doctor_plan}, indent=2) + "\n",
     }
     if plan.request.task in ("sft", "grpo"):
         files[names["config"]] = _yaml(
@@ -124,7 +125,7 @@ def render_script(plan: LaunchPlan, names: dict[str, str]) -> str:
         out += [
             f'VLLM_PORT="${{VLLM_PORT:-{r.vllm_port}}}"',
             'HEALTH_TIMEOUT="${HEALTH_TIMEOUT:-900}" HEALTH_POLL="${HEALTH_POLL:-5}"',
-            'VLLM_GPU_MEMORY_UTILIZATION="${VLLM_GPU_MEMORY_UTILIZATION:-0.9}"',
+            f'VLLM_GPU_MEMORY_UTILIZATION="${{VLLM_GPU_MEMORY_UTILIZATION:-{SERVER_GPU_MEMORY_UTILIZATION}}}"',
             f'SERVER_GPUS="${{SERVER_GPUS:-{gpus}}}"',
         ]
         if r.task == "grpo":
@@ -155,15 +156,7 @@ def render_script(plan: LaunchPlan, names: dict[str, str]) -> str:
         ]
     out += _HELPERS
     out += _cleanup(has_server, r.ray)
-    out += [
-        "",
-        "# 1. Preflight: the doctor checks this machine against the plan before GPU time is spent.",
-        'if [[ "${SKIP_PREFLIGHT:-0}" != 1 ]]; then',
-        f'  log "preflight: shop-r1 doctor --plan $HERE/{names["plan"]}"',
-        f'  {CLI} doctor --plan "$HERE/{names["plan"]}" 2>&1 | stamp | tee "$RUN_DIR/doctor.log" \\',
-        '    || fail "the doctor found errors (see $RUN_DIR/doctor.log); fix them or set SKIP_PREFLIGHT=1"',
-        "fi",
-    ]
+    out += _preflight(plan, names)
     if r.ray:
         out += _ray(multi_node, r.nodes)
     if has_server:
@@ -180,6 +173,33 @@ def render_script(plan: LaunchPlan, names: dict[str, str]) -> str:
         return "\n".join(out) + "\n"
     out += _main_run(plan, names, multi_node)
     return "\n".join(out) + "\n"
+
+
+def train_args(names: dict[str, str]) -> str:
+    """The arguments `train` gets, in the preflight and in the run: one spelling."""
+    return f'--model "$MODEL" --data "$DATA" --output-dir "$OUTPUT_DIR" --config "$HERE/{names["config"]}"'
+
+
+def _preflight(plan: LaunchPlan, names: dict[str, str]) -> list[str]:
+    """sft/grpo: `train --dry-run`, the trainer's own preflight (auto-configuration on this
+    machine's facts, then the doctor's checks on the plan that will actually run), so the
+    preflight and the run can never disagree. eval/vllm-server: `doctor --plan`."""
+    r = plan.request
+    if r.task in ("sft", "grpo"):
+        what = f"shop-r1 train {r.task} --dry-run"
+        cmd = f"{CLI} train {r.task} {train_args(names)} --dry-run"
+    else:
+        what = f"shop-r1 doctor --plan $HERE/{names['plan']}"
+        cmd = f'{CLI} doctor --plan "$HERE/{names["plan"]}"'
+    return [
+        "",
+        "# 1. Preflight: this machine is checked against the plan before GPU time is spent.",
+        'if [[ "${SKIP_PREFLIGHT:-0}" != 1 ]]; then',
+        f'  log "preflight: {what}"',
+        f'  {cmd} 2>&1 | stamp | tee "$RUN_DIR/preflight.log" \\',
+        '    || fail "the preflight found errors (see $RUN_DIR/preflight.log); fix them or set SKIP_PREFLIGHT=1"',
+        "fi",
+    ]
 
 
 _HELPERS = [
@@ -307,7 +327,7 @@ def _main_run(plan: LaunchPlan, names: dict[str, str], multi_node: bool) -> list
         what = f'{CLI} eval --model "$MODEL" --data "$DATA" --output-dir "$OUTPUT_DIR"'
         label = "evaluation"
     else:
-        args = f'--model "$MODEL" --data "$DATA" --output-dir "$OUTPUT_DIR" --config "$HERE/{names["config"]}"'
+        args = train_args(names)
         label = "training"
         if plan.use_accelerate:
             rank = (
@@ -318,7 +338,7 @@ def _main_run(plan: LaunchPlan, names: dict[str, str], multi_node: bool) -> list
             what = (
                 f'"$PYTHON" -m accelerate.commands.launch --config_file "$HERE/{names["accelerate"]}" '
                 f"--num_processes {plan.total_processes} --num_machines {r.nodes} {rank}"
-                f'--main_process_port "$MAIN_PORT" \\\n  -m shop_r1_doctor.cli.main train {r.task} {args}'
+                f'--main_process_port "$MAIN_PORT" \\\n  -m shop_r1.cli train {r.task} {args}'
             )
         else:
             what = f"{CLI} train {r.task} {args}"

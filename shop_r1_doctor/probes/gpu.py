@@ -14,6 +14,7 @@ import re
 from collections.abc import Callable
 from typing import Any
 
+from shop_r1_doctor.hardware import gpu_info
 from shop_r1_doctor.probes.deps import ProbeDeps
 
 MIB = 1024 * 1024
@@ -21,42 +22,12 @@ SMI_QUERY_FIELDS = "index,name,uuid,pci.bus_id,compute_cap,memory.total,memory.u
 SMI_APPS_QUERY = "pid,process_name,used_memory,gpu_uuid"
 # nvmlDeviceGetTopologyCommonAncestor levels, named as `nvidia-smi topo -m` names them.
 TOPOLOGY_NAMES = {0: "X", 10: "PIX", 20: "PXB", 30: "PHB", 40: "NODE", 50: "SYS"}
-# Only for nvidia-smi builds without `compute_cap` (driver < 510): GPUs of that era.
-# Source: https://developer.nvidia.com/cuda-gpus
-CC_BY_NAME = (
-    ("H100", "9.0"),
-    ("H200", "9.0"),
-    ("GH200", "9.0"),
-    ("L40", "8.9"),
-    ("L4", "8.9"),
-    ("RTX 40", "8.9"),
-    ("A100", "8.0"),
-    ("A30", "8.0"),
-    ("A10", "8.6"),
-    ("A40", "8.6"),
-    ("RTX 30", "8.6"),
-    ("RTX A", "8.6"),
-    ("T4", "7.5"),
-    ("RTX 20", "7.5"),
-    ("TITAN RTX", "7.5"),
-    ("Quadro RTX", "7.5"),
-    ("V100", "7.0"),
-    ("TITAN V", "7.0"),
-    ("P100", "6.0"),
-    ("P40", "6.1"),
-    ("P4", "6.1"),
-    ("GTX 10", "6.1"),
-    ("K80", "3.7"),
-    ("M60", "5.2"),
-    ("M40", "5.2"),
-)
 
 
 def cc_from_name(name: str) -> str | None:
-    for needle, cc in CC_BY_NAME:
-        if needle in name:
-            return cc
-    return None
+    """Only for nvidia-smi builds without `compute_cap` (driver < 510): knowledge/gpus.yaml."""
+    info = gpu_info(name)
+    return f"{info.cc[0]}.{info.cc[1]}" if info else None
 
 
 def _text(value: Any) -> str:

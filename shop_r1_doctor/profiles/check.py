@@ -14,6 +14,7 @@ from dataclasses import dataclass
 
 from packaging.version import Version
 
+from shop_r1_doctor.hardware import Archs, archs_with_ptx, parse_arch_list
 from shop_r1_doctor.knowledge import Compat
 from shop_r1_doctor.profiles.model import CC, Profile
 
@@ -36,34 +37,6 @@ Rule = Callable[[Profile, Compat], Iterator[tuple[str, str]]]
 
 def cc_text(cc: CC) -> str:
     return f"{cc[0]}.{cc[1]}"
-
-
-def arch_covers(archs: tuple[CC, ...], cc: CC, ptx: bool = False) -> bool:
-    """Whether code built for `archs` runs on `cc`.
-
-    Real code (SASS) for sm_XY runs on sm_XZ with Z >= Y (sm_86 code runs on sm_89,
-    sm_100 on sm_103); PTX of the highest arch is JIT-compiled for any newer GPU.
-    """
-    if any(a[0] == cc[0] and a[1] <= cc[1] for a in archs):
-        return True
-    return ptx and bool(archs) and cc >= max(archs)
-
-
-def parse_arch_list(text: str) -> tuple[tuple[CC, ...], bool]:
-    """`"10.0;12.0+PTX"` -> (((10, 0), (12, 0)), True) (TORCH_CUDA_ARCH_LIST syntax)."""
-    archs: list[CC] = []
-    ptx = False
-    for token in re.split(r"[;\s]+", text.strip()):
-        if not token:
-            continue
-        if token.endswith("+PTX"):
-            ptx = True
-            token = token[: -len("+PTX")]
-        major, _, minor = token.partition(".")
-        minor = minor.rstrip("af")  # 9.0a / 10.0f: arch-specific variants of sm_90 / sm_100
-        if major.isdigit() and minor.isdigit():
-            archs.append((int(major), int(minor)))
-    return tuple(archs), ptx
 
 
 _IMAGE_CUDA = re.compile(r"^nvidia/cuda:(\d+)\.(\d+)(?:\.\d+)?-")
@@ -141,8 +114,9 @@ def _torch_archs(p: Profile, compat: Compat) -> Iterator[tuple[str, str]]:
         )
         return
     for cc in p.match.compute_capabilities:
-        if not arch_covers(archs.archs, cc, archs.ptx):
-            listed = ";".join(cc_text(a) for a in archs.archs) + ("+PTX" if archs.ptx else "")
+        built = archs_with_ptx(archs.archs, archs.ptx)
+        if not built.runs_on(cc):
+            listed = built.text()
             yield (
                 "torch.variant",
                 (
@@ -224,7 +198,7 @@ def _flash_attn(p: Profile, compat: Compat) -> Iterator[tuple[str, str]]:
             )
     built = fa.arch_ccs()
     for cc in p.match.compute_capabilities:
-        if built and not arch_covers(built, cc):
+        if built and not Archs(built).runs_on(cc):
             yield (
                 "flash_attn.cuda_archs",
                 f"{fa.cuda_archs} builds no kernels for sm_{cc[0]}{cc[1]}",
@@ -266,9 +240,9 @@ def _env(p: Profile, compat: Compat) -> Iterator[tuple[str, str]]:
                 )
     arch_env = p.env.get("TORCH_CUDA_ARCH_LIST")
     if arch_env:
-        archs, ptx = parse_arch_list(arch_env)
+        env_archs = parse_arch_list(arch_env)
         for cc in p.match.compute_capabilities:
-            if not arch_covers(archs, cc, ptx):
+            if not env_archs.runs_on(cc):
                 yield (
                     "env.TORCH_CUDA_ARCH_LIST",
                     (
@@ -339,7 +313,49 @@ def check_profile(profile: Profile, compat: Compat) -> list[Problem]:
     ]
 
 
+def sample_gpus(profiles: dict[str, Profile]) -> list[tuple[str, CC | None]]:
+    """GPUs to test the profiles' match rules on: every GPU of knowledge/gpus.yaml (its
+    patterns as names, with and without its capability) and every capability a profile
+    claims."""
+    from shop_r1_doctor.hardware import load_gpus
+
+    # with its capability (what NVML reports) and without (old nvidia-smi: names only)
+    named: list[tuple[str, CC | None]] = [
+        (f"NVIDIA {pattern}", cc)
+        for g in load_gpus()
+        for pattern in g.patterns
+        for cc in (g.cc, None)
+    ]
+    claimed = {cc for p in profiles.values() for cc in p.match.compute_capabilities}
+    return named + [(f"a GPU of cc {cc_text(cc)}", cc) for cc in sorted(claimed)]
+
+
+def overlaps(profiles: dict[str, Profile]) -> list[Problem]:
+    """Two profiles that match the same GPU need distinct `match.priority` values."""
+    from shop_r1_doctor.profiles.match import gpu_matches
+
+    found: dict[tuple[str, ...], str] = {}
+    for name, cc in sample_gpus(profiles):
+        gpu: dict[str, object] = {"name": name, "compute_capability": cc_text(cc) if cc else None}
+        both = tuple(sorted(p for p in profiles if gpu_matches(profiles[p], gpu)))
+        if len(both) < 2:
+            continue
+        priorities = [profiles[p].match.priority for p in both]
+        if None in priorities or len(set(priorities)) < len(priorities):
+            found.setdefault(both, name)
+    return [
+        Problem(
+            both[0],
+            profiles[both[0]].where("match"),
+            "match",
+            f"profiles {', '.join(both)} all match {gpu}; give them distinct match.priority "
+            "values (higher wins) or narrow compute_capabilities / name_patterns",
+        )
+        for both, gpu in found.items()
+    ]
+
+
 def check_profiles(profiles: dict[str, Profile], compat: Compat) -> list[Problem]:
     return [
         problem for name in sorted(profiles) for problem in check_profile(profiles[name], compat)
-    ]
+    ] + overlaps(profiles)

@@ -12,9 +12,10 @@ from dataclasses import dataclass, field
 
 from packaging.version import Version
 
-from shop_r1_doctor.facts import Facts, cc_tuple, parse_version
+from shop_r1_doctor.catalog import finding
+from shop_r1_doctor.facts import Facts, parse_version
 from shop_r1_doctor.findings import Finding, Severity
-from shop_r1_doctor.profiles.check import arch_covers, parse_arch_list
+from shop_r1_doctor.hardware import parse_arch_list, parse_cc
 from shop_r1_doctor.profiles.model import Profile, load_profiles
 
 CODE = "PROFILE_DEVIATION"
@@ -39,22 +40,24 @@ def best_profile(facts: Facts, profiles: dict[str, Profile]) -> tuple[Profile, s
     if not gpus:
         cpu = profiles.get("cpu")
         return (cpu, "no NVIDIA GPU") if cpu else None
-    best: tuple[int, Profile] | None = None
-    for profile in sorted(profiles.values(), key=lambda p: p.name):
-        count = sum(_gpu_matches(profile, gpu) for gpu in gpus)
-        if count and (best is None or count > best[0]):
-            best = (count, profile)
-    if best is None:
+    # most GPUs matched, then the explicit priority (`profiles check` rejects overlaps
+    # without one); the name only keeps the order deterministic
+    scored = [
+        (sum(gpu_matches(p, gpu) for gpu in gpus), p.match.priority or 0, p)
+        for p in sorted(profiles.values(), key=lambda p: p.name)
+    ]
+    scored = [s for s in scored if s[0]]
+    if not scored:
         return None
-    count, profile = best
-    names = sorted({str(g.get("name", "?")) for g in gpus if _gpu_matches(profile, g)})
-    ccs = sorted({str(g.get("compute_capability")) for g in gpus if _gpu_matches(profile, g)})
+    count, _, profile = max(scored, key=lambda s: (s[0], s[1]))
+    names = sorted({str(g.get("name", "?")) for g in gpus if gpu_matches(profile, g)})
+    ccs = sorted({str(g.get("compute_capability")) for g in gpus if gpu_matches(profile, g)})
     arch = "/".join(f"sm_{c.replace('.', '')}" for c in ccs if c != "None") or "GPU"
     return profile, f"{count} x {arch} ({', '.join(names)})"
 
 
-def _gpu_matches(profile: Profile, gpu: dict[str, object]) -> bool:
-    cc = cc_tuple(gpu.get("compute_capability"))
+def gpu_matches(profile: Profile, gpu: dict[str, object]) -> bool:
+    cc = parse_cc(gpu.get("compute_capability"))
     if cc is not None:
         return profile.match.matches_cc(cc)
     name = gpu.get("name")
@@ -82,7 +85,7 @@ def deviations(facts: Facts, profile: Profile) -> list[Finding]:
     out: list[Finding] = []
 
     def add(severity: Severity, title: str, fix: str, detail: str = "") -> None:
-        out.append(Finding(CODE, severity, title, detail, fix, (), "profile"))
+        out.append(finding(CODE, title, detail=detail, fix=fix, severity=severity))
 
     torch_cmd = (
         f"{pip} install torch=={profile.torch.version} --index-url {profile.torch.index_url}"
@@ -172,9 +175,8 @@ def deviations(facts: Facts, profile: Profile) -> list[Finding]:
 
 def _arch_list_covers(have: str, want: str) -> bool:
     """Whether builds with arch list `have` run on every arch `want` names."""
-    have_archs, have_ptx = parse_arch_list(have)
-    want_archs, _ = parse_arch_list(want)
-    return bool(have_archs) and all(arch_covers(have_archs, cc, have_ptx) for cc in want_archs)
+    have_archs, want_archs = parse_arch_list(have), parse_arch_list(want)
+    return bool(have_archs) and all(have_archs.runs_on(cc) for cc in want_archs.sass)
 
 
 def _torch_variant(facts: Facts, version: Version) -> str:

@@ -19,6 +19,7 @@ from packaging.specifiers import InvalidSpecifier, SpecifierSet
 from packaging.version import InvalidVersion, Version
 
 from shop_r1_doctor.errors import ToolError
+from shop_r1_doctor.hardware import parse_cc
 from shop_r1_doctor.yamlio import read_yaml
 
 CC = tuple[int, int]
@@ -45,6 +46,9 @@ class GpuMatch:
     compute_capabilities: tuple[CC, ...]
     name_patterns: tuple[str, ...]
     bf16: bool
+    # Which of two profiles that match the same GPU wins (higher first). `profiles check`
+    # fails on an overlap without distinct priorities: no silent alphabetical tie-break.
+    priority: int | None = None
 
     def matches_cc(self, cc: CC) -> bool:
         return cc in self.compute_capabilities
@@ -241,11 +245,7 @@ def _join(where: str, key: str) -> str:
 
 
 def _cc(text: Any) -> CC | None:
-    if isinstance(text, str):
-        major, _, minor = text.partition(".")
-        if major.isdigit() and minor.isdigit():
-            return int(major), int(minor)
-    return None
+    return parse_cc(text)
 
 
 def _line_index(text: str) -> dict[str, int]:
@@ -276,7 +276,9 @@ def parse_profile(data: Any, path: Path, lines: dict[str, int] | None = None) ->
         raise r.fail("name", f"is {name!r} but the file is {path.name}; make them equal")
 
     m = r.mapping(
-        top["match"], "match", {"compute_capabilities": True, "name_patterns": True, "bf16": True}
+        top["match"],
+        "match",
+        {"compute_capabilities": True, "name_patterns": True, "bf16": True, "priority": False},
     )
     ccs = []
     for i, item in enumerate(m["compute_capabilities"] or []):
@@ -287,7 +289,10 @@ def parse_profile(data: Any, path: Path, lines: dict[str, int] | None = None) ->
     patterns = m["name_patterns"] or []
     if not isinstance(patterns, list) or not all(isinstance(p, str) for p in patterns):
         raise r.fail("match.name_patterns", "expected a list of strings")
-    match = GpuMatch(tuple(ccs), tuple(patterns), r.flag(m, "bf16", "match", False))
+    priority = m.get("priority")
+    if priority is not None and (isinstance(priority, bool) or not isinstance(priority, int)):
+        raise r.fail("match.priority", f"expected an integer, got {priority!r}")
+    match = GpuMatch(tuple(ccs), tuple(patterns), r.flag(m, "bf16", "match", False), priority)
 
     cuda = None
     if top["cuda"] is not None:

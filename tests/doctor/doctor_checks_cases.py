@@ -382,8 +382,20 @@ CASES: list[tuple[str, dict[str, Any]]] = [
         {**VLLM_OK, "gpus": H100x2, "plan": SERVER, "env": {"HTTPS_PROXY": "http://proxy:3128"}},
     ),
     (
+        "TRAINER_ROWS_TRUNCATED",
+        {"plan": {"task": "sft", "max_length": 1024, "longest_sample_tokens": 1500}},
+    ),
+    (
+        "TRL_VLLM_GROUP_PORT_IN_USE",
+        {
+            **VLLM_OK,
+            "gpus": H100x2,
+            "plan": {**SERVER, "vllm_server_port": 8000, "vllm_group_port": 8000},
+        },
+    ),
+    (
         "DATASET_PATH_NOT_FILES",
-        {"plan": {"dataset_path": "hf://datasets/BytedTsinghua-SIA/DAPO-Math-17k"}},
+        {"plan": {"dataset": "hf://datasets/BytedTsinghua-SIA/DAPO-Math-17k"}},
     ),
     (
         "MODEL_TOO_LARGE_FOR_GPU",

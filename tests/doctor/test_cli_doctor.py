@@ -13,7 +13,7 @@ import pytest
 from golden import GOLDEN
 from typer.testing import CliRunner
 
-from shop_r1_doctor.cli.main import app
+from shop_r1.cli import app
 
 H100 = str(GOLDEN / "h100-replayed.snapshot.json")
 BROKEN = str(GOLDEN / "broken.report.json")
@@ -111,7 +111,7 @@ def test_save_then_snapshot_round_trip(tmp_path):
 
 def test_fast_json_subprocess_through_console_script(tmp_path):
     exe = shutil.which("shop-r1") or ""
-    argv = [exe] if exe else [sys.executable, "-m", "shop_r1_doctor.cli.main"]
+    argv = [exe] if exe else [sys.executable, "-m", "shop_r1.cli"]
     env = {**os.environ, "SHOP_R1_CACHE_DIR": str(tmp_path / "cache")}
     start = time.perf_counter()
     proc = subprocess.run(

@@ -76,7 +76,7 @@ def test_gbk_console_does_not_crash_the_doctor():
         [
             sys.executable,
             "-m",
-            "shop_r1_doctor.cli.main",
+            "shop_r1.cli",
             "doctor",
             "--snapshot",
             str(GOLDEN / "broken.report.json"),

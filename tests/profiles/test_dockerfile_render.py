@@ -100,7 +100,7 @@ def test_dockerfile_build_without_engine_exits_2_with_the_build_command(tmp_path
         [
             sys.executable,
             "-m",
-            "shop_r1_doctor.cli.main",
+            "shop_r1.cli",
             "build-image",
             "--profile",
             "hopper",
@@ -127,7 +127,7 @@ def test_dockerfile_unknown_extra_is_a_tool_error(tmp_path):
         [
             sys.executable,
             "-m",
-            "shop_r1_doctor.cli.main",
+            "shop_r1.cli",
             "build-image",
             "--profile",
             "cpu",

@@ -16,6 +16,7 @@ import yaml
 
 from shop_r1_doctor.errors import ToolError
 from shop_r1_doctor.launch import LaunchRequest, plan_launch, render_launch
+from shop_r1_doctor.launch.script import sibling_names, train_args
 from shop_r1_doctor.profiles.model import get_profile
 
 GOLDEN = Path(__file__).parent / "golden"
@@ -97,7 +98,11 @@ def test_launch_scripts_pass_shellcheck(tmp_path, task, profile, gpus, nodes, ra
     assert script.startswith("#!/usr/bin/env bash\n") and "set -euo pipefail" in script
     assert f"PYTHON={FAKE_PY}" in script
     assert " python " not in script and "\npython " not in script
-    assert "doctor --plan" in script
+    if task in ("sft", "grpo"):  # the trainer's own preflight: what `train` will run
+        assert f"train {task} {train_args(sibling_names('run.sh'))} --dry-run" in script
+        assert "doctor --plan" not in script
+    else:
+        assert "doctor --plan" in script
     if plan.use_accelerate:
         cfg = yaml.safe_load(files["run.accelerate.yaml"])
         assert cfg["distributed_type"] == "FSDP" and cfg["num_machines"] == nodes
@@ -117,7 +122,7 @@ def test_launch_bad_requests_are_tool_errors():
 FAKE = r"""#!/usr/bin/env bash
 # Stands in for the interpreter: a tiny HTTP server for vllm-serve, a chatty trainer.
 case "$*" in
-  *"cli.main doctor"*) echo "doctor ok"; exit "${FAKE_DOCTOR_RC:-0}" ;;
+  *"shop_r1.cli doctor"*|*"--dry-run"*) echo "preflight ok"; exit "${FAKE_PREFLIGHT_RC:-0}" ;;
   *"trl.cli.main vllm-serve"*)
     echo "server CUDA_VISIBLE_DEVICES=$CUDA_VISIBLE_DEVICES"
     port=$(echo "$*" | sed -E 's/.*--port ([0-9]+).*/\1/')
@@ -126,7 +131,7 @@ class H(h.BaseHTTPRequestHandler):
     def do_GET(self):
         self.send_response(200 if self.path == "/health" else 404); self.end_headers()
 h.HTTPServer(("127.0.0.1", int(sys.argv[1])), H).serve_forever()' "$port" ;;
-  *"cli.main train"*)
+  *"shop_r1.cli train"*)
     [[ -n "${FAKE_SILENT:-}" ]] && exit 0
     echo "trainer CUDA_VISIBLE_DEVICES=$CUDA_VISIBLE_DEVICES"
     echo "args: $*"
@@ -184,13 +189,14 @@ def test_launch_two_gpu_script_runs_server_then_trainer_and_cleans_up(tmp_path):
         assert s.connect_ex(("127.0.0.1", int(proc.ports["VLLM_PORT"]))) != 0
 
 
-def test_launch_script_fails_on_empty_log_short_run_and_doctor_errors(tmp_path):
+def test_launch_script_fails_on_empty_log_short_run_and_preflight_errors(tmp_path):
     proc, _ = _run(tmp_path / "a", gpus=1, FAKE_SILENT="1")
     assert proc.returncode == 1 and "grpo.log is empty" in proc.stderr
     proc, _ = _run(tmp_path / "b", gpus=1, MIN_SECONDS="3600")
     assert proc.returncode == 1 and "< MIN_SECONDS=3600" in proc.stderr
-    proc, _ = _run(tmp_path / "c", gpus=1, FAKE_DOCTOR_RC="1")
-    assert proc.returncode == 1 and "the doctor found errors" in proc.stderr
+    proc, _ = _run(tmp_path / "c", gpus=1, FAKE_PREFLIGHT_RC="1")
+    assert proc.returncode == 1 and "the preflight found errors" in proc.stderr
+    assert "grpo.log" not in {p.name for p in (tmp_path / "c" / "rundir").iterdir()}
     proc, _ = _run(tmp_path / "d", gpus=1, FAKE_TRAIN_RC="3")
     assert proc.returncode == 1 and "exited with status 3" in proc.stderr
 
@@ -206,7 +212,7 @@ def test_launch_script_refuses_a_busy_port(tmp_path):
 def test_launch_cli_writes_script_and_siblings(tmp_path):
     from typer.testing import CliRunner
 
-    from shop_r1_doctor.cli.main import app
+    from shop_r1.cli import app
 
     out = tmp_path / "runs" / "run_grpo.sh"
     result = CliRunner().invoke(

@@ -11,38 +11,14 @@ import pytest
 import yaml
 from typer.testing import CliRunner
 
-from shop_r1_doctor.cli.main import app
+from shop_r1.cli import app
 from shop_r1_doctor.knowledge import load_compat
-from shop_r1_doctor.profiles.check import (
-    arch_covers,
-    check_profile,
-    check_profiles,
-    parse_arch_list,
-)
+from shop_r1_doctor.profiles.check import check_profile, check_profiles
 from shop_r1_doctor.profiles.model import load_profile_file, load_profiles, profiles_dir
 
 
 def test_profiles_shipped_profiles_have_no_contradictions():
     assert check_profiles(load_profiles(), load_compat()) == []
-
-
-@pytest.mark.parametrize(
-    ("archs", "cc", "ptx", "ok"),
-    [
-        (((8, 6),), (8, 9), False, True),  # sm_86 code runs on Ada
-        (((10, 0),), (10, 3), False, True),  # B300 runs sm_100 code
-        (((9, 0),), (10, 0), False, False),  # other major: no
-        (((9, 0),), (10, 0), True, True),  # PTX JIT to newer
-        (((8, 0), (9, 0)), (7, 5), True, False),  # PTX never runs on older
-    ],
-)
-def test_profiles_arch_covers(archs, cc, ptx, ok):
-    assert arch_covers(archs, cc, ptx) is ok
-
-
-def test_profiles_parse_arch_list():
-    assert parse_arch_list("10.0;12.0+PTX") == (((10, 0), (12, 0)), True)
-    assert parse_arch_list("8.0 8.6") == (((8, 0), (8, 6)), False)
 
 
 def _variant(tmp_path: Path, name: str, mutate) -> Path:
@@ -96,7 +72,7 @@ CASES = [
         "no kernels for sm_100",
     ),
     (
-        "blackwell",
+        "blackwell-rtx",
         lambda d: d["flash_attn"].update(version="2.8.3"),
         "flash_attn.version",
         "no native sm_120",
@@ -193,7 +169,7 @@ def test_profiles_cli_malformed_profile_exits_2_one_line(tmp_path):
         [
             sys.executable,
             "-m",
-            "shop_r1_doctor.cli.main",
+            "shop_r1.cli",
             "profiles",
             "check",
             "--dir",
@@ -205,3 +181,67 @@ def test_profiles_cli_malformed_profile_exits_2_one_line(tmp_path):
     assert proc.returncode == 2
     assert proc.stderr.count("\n") == 1
     assert "ada.yaml:" in proc.stderr and "torch.version: missing" in proc.stderr
+
+
+def _as(profile, name, **match):
+    import dataclasses
+
+    return dataclasses.replace(
+        profile, name=name, match=dataclasses.replace(profile.match, **match)
+    )
+
+
+def test_profiles_that_match_the_same_gpu_need_a_priority():
+    from shop_r1_doctor.facts import Facts
+    from shop_r1_doctor.profiles.check import overlaps
+    from shop_r1_doctor.profiles.match import best_profile
+
+    shipped = load_profiles()
+    assert overlaps(shipped) == []
+    hopper = shipped["hopper"]
+    h100 = Facts({"gpus": [{"name": "NVIDIA H100 80GB HBM3", "compute_capability": "9.0"}]})
+    # a new profile for the same GPU: an error, not a silent alphabetical tie-break
+    clash = {**shipped, "a-hopper-test": _as(hopper, "a-hopper-test")}
+    (problem,) = overlaps(clash)
+    assert "a-hopper-test, hopper all match" in problem.message
+    assert problem in check_profiles(clash, load_compat())
+    # distinct priorities: no problem, and the higher one wins
+    ranked = {**shipped, "a-hopper-test": _as(hopper, "a-hopper-test", priority=1)}
+    ranked["hopper"] = _as(hopper, "hopper", priority=2)
+    assert overlaps(ranked) == []
+    assert best_profile(h100, ranked)[0].name == "hopper"
+    ranked["hopper"] = _as(hopper, "hopper", priority=0)
+    assert best_profile(h100, ranked)[0].name == "a-hopper-test"
+
+
+def test_a_name_pattern_overlap_is_found_without_a_compute_capability():
+    """Old nvidia-smi reports names only: "RTX 50" also matched "RTX 5000 Ada"."""
+    from shop_r1_doctor.profiles.check import overlaps
+
+    shipped = load_profiles()
+    wide = _as(shipped["blackwell-rtx"], "blackwell-rtx", name_patterns=("RTX 50",))
+    problems = overlaps({**shipped, "blackwell-rtx": wide})
+    assert any("ada, blackwell-rtx all match NVIDIA RTX 5000 Ada" in p.message for p in problems)
+
+
+@pytest.mark.parametrize(
+    ("gpu", "cc", "profile"),
+    [
+        ("NVIDIA B200", "10.0", "blackwell"),
+        ("NVIDIA GB200", "10.0", "blackwell"),
+        ("NVIDIA B300 SXM6 AC", "10.3", "blackwell"),
+        ("NVIDIA GeForce RTX 5090", "12.0", "blackwell-rtx"),
+        ("NVIDIA RTX PRO 6000 Blackwell Workstation Edition", "12.0", "blackwell-rtx"),
+        ("NVIDIA GB10", "12.1", "blackwell-rtx"),  # DGX Spark
+        ("NVIDIA RTX 5000 Ada Generation", None, "ada"),
+    ],
+)
+def test_blackwell_is_split_by_class(gpu, cc, profile):
+    from shop_r1_doctor.facts import Facts
+    from shop_r1_doctor.profiles.match import best_profile
+
+    facts = Facts({"gpus": [{"name": gpu, "compute_capability": cc}]})
+    assert best_profile(facts, load_profiles())[0].name == profile
+    shipped = load_profiles()
+    assert shipped["blackwell"].env_consumer_multi_gpu == {}  # NVLink: P2P stays on
+    assert shipped["blackwell-rtx"].env_consumer_multi_gpu["NCCL_P2P_DISABLE"] == "1"

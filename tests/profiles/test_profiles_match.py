@@ -79,11 +79,11 @@ def test_profiles_match_out_of_range_library_and_env():
         env={"TORCH_CUDA_ARCH_LIST": "8.0"},
     )
     match = match_profile(Facts(snap))
-    assert match is not None and match.name == "blackwell"
+    assert match is not None and match.name == "blackwell-rtx"
     titles = [f.title for f in match.deviations]
-    assert "transformers 4.57.1 where profile blackwell says <6,>=5.5.3" in titles
+    assert "transformers 4.57.1 where profile blackwell-rtx says <6,>=5.5.3" in titles
     env = next(f for f in match.deviations if f.title.startswith("TORCH_CUDA_ARCH_LIST"))
-    assert env.fix == "export TORCH_CUDA_ARCH_LIST='10.0;12.0+PTX'"
+    assert env.fix == "export TORCH_CUDA_ARCH_LIST=12.0+PTX"
 
 
 def test_profiles_match_no_gpu_is_cpu_and_unknown_is_none():

@@ -166,7 +166,7 @@ def test_report_cli_with_a_saved_snapshot(tmp_path):
         [
             sys.executable,
             "-m",
-            "shop_r1_doctor.cli.main",
+            "shop_r1.cli",
             "report",
             "--snapshot",
             str(snap_path),
@@ -193,7 +193,7 @@ def test_report_cli_missing_log_is_one_line_exit_2(tmp_path):
         [
             sys.executable,
             "-m",
-            "shop_r1_doctor.cli.main",
+            "shop_r1.cli",
             "report",
             "--fast",
             "--log",

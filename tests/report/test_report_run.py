@@ -12,7 +12,7 @@ import pytest
 
 from tests.report.secret_corpus import SECRETS
 
-SHOP_R1 = [sys.executable, "-m", "shop_r1_doctor.cli.main"]
+SHOP_R1 = [sys.executable, "-m", "shop_r1.cli"]
 PY = sys.executable
 
 

@@ -8,6 +8,7 @@ import pytest
 from typer.testing import CliRunner
 
 from shop_r1.actions import Action
+from shop_r1.cli import app
 from shop_r1.data.io import check_sessions, load_sessions, write_sessions
 from shop_r1.data.opera import convert_rows, read_opera_rows
 from shop_r1.data.prompts import SYSTEM_PROMPT, build_messages, rl_rows, sft_rows
@@ -15,7 +16,6 @@ from shop_r1.data.schema import Session, Step
 from shop_r1.data.split import split_by_session
 from shop_r1.data.synth import generate_sessions, parse_mix
 from shop_r1.parser import parse_completion
-from shop_r1_doctor.cli.main import app
 from shop_r1_doctor.errors import ToolError
 
 runner = CliRunner()

@@ -9,11 +9,11 @@ import sys
 import pytest
 from typer.testing import CliRunner
 
+from shop_r1.cli import app
 from shop_r1.data.io import write_sessions
 from shop_r1.data.synth import generate_sessions
 from shop_r1.rewards import reward_components
 from shop_r1.score import score_files
-from shop_r1_doctor.cli.main import app
 from shop_r1_doctor.errors import ToolError
 
 runner = CliRunner()
@@ -128,7 +128,7 @@ def test_score_error_is_one_line_exit_2_through_the_entry_point(tmp_path):
         [
             sys.executable,
             "-m",
-            "shop_r1_doctor.cli.main",
+            "shop_r1.cli",
             "score",
             "--gold",
             str(gold),

@@ -16,10 +16,10 @@ import pytest
 from typer.testing import CliRunner
 
 from shop_r1.actions import Action
+from shop_r1.cli import app
 from shop_r1.data.io import write_sessions
 from shop_r1.data.synth import generate_sessions
 from shop_r1.endpoint import EndpointConfig, chat_url, complete
-from shop_r1_doctor.cli.main import app
 from shop_r1_doctor.errors import ToolError
 
 FAKE_KEY = "sk-" + "test" * 6  # fake; built so no token-shaped literal sits here

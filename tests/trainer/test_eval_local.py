@@ -10,12 +10,12 @@ from typer.testing import CliRunner
 torch = pytest.importorskip("torch")
 pytest.importorskip("transformers")
 
+from shop_r1.cli import app  # noqa: E402
 from shop_r1.data.io import write_sessions  # noqa: E402
 from shop_r1.data.prompts import sft_rows  # noqa: E402
 from shop_r1.data.synth import generate_sessions  # noqa: E402
 from shop_r1.generate import generate_local  # noqa: E402
 from shop_r1.tiny import make_tiny_model_and_tokenizer  # noqa: E402
-from shop_r1_doctor.cli.main import app  # noqa: E402
 
 
 @pytest.fixture(scope="module")

@@ -8,6 +8,7 @@ from pathlib import Path
 import pytest
 from typer.testing import CliRunner
 
+from shop_r1.cli import app
 from shop_r1.config import (
     CONFIG_CLASSES,
     GRPORunConfig,
@@ -16,7 +17,6 @@ from shop_r1.config import (
     parse_set,
     render_config,
 )
-from shop_r1_doctor.cli.main import app
 from shop_r1_doctor.errors import ToolError
 
 SHIPPED = Path(__file__).resolve().parents[2] / "shop_r1" / "configs"
@@ -50,7 +50,7 @@ def test_help_is_fast_and_imports_no_training_stack(command):
     # `--help` must not pay for torch/transformers/trl (seconds; broken installs crash)
     code = (
         "import sys; from typer.testing import CliRunner; "
-        "from shop_r1_doctor.cli.main import app; "
+        "from shop_r1.cli import app; "
         f"r = CliRunner().invoke(app, ['train', '{command}', '--help']); "
         "heavy = [m for m in ('torch', 'transformers', 'trl', 'datasets', 'vllm') "
         "if m in sys.modules]; "

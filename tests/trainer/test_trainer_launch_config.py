@@ -8,8 +8,8 @@ import pytest
 from typer.testing import CliRunner
 
 from shop_r1.autoconfig import decide
+from shop_r1.cli import app
 from shop_r1.config import load_config
-from shop_r1_doctor.cli.main import app
 from shop_r1_doctor.memory import KNOWN_SHAPES
 
 SNAPS = Path(__file__).parent / "snapshots"

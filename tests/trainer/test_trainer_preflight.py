@@ -5,9 +5,9 @@ from pathlib import Path
 
 from typer.testing import CliRunner
 
+from shop_r1.cli import app
 from shop_r1.config import GRPORunConfig, SFTRunConfig
 from shop_r1.preflight import prepare
-from shop_r1_doctor.cli.main import app
 from shop_r1_doctor.memory import KNOWN_SHAPES
 
 SNAPS = Path(__file__).parent / "snapshots"
@@ -120,3 +120,28 @@ def test_self_certainty_under_group_scaling_is_flagged_only_when_set(tmp_path):
     assert "GRPO_SELF_CERTAINTY_GROUP_SCALED" not in codes(
         self_certainty_weight=0.005, scale_rewards="batch"
     )
+
+
+def test_one_disk_check_from_the_plan_and_the_probed_free_disk(tmp_path):
+    """The doctor's DISK_FULL_AT_CHECKPOINT is the trainer's disk check: 0.5B with fp32
+    masters keeps 2 checkpoints of 12 B/param + a 4 B/param final model (~14 GiB)."""
+    snap = _snap("cpu")
+    cfg = SFTRunConfig(model="m", data="d", output_dir=str(tmp_path / "out"))
+    rows, shape = (_rows(100), []), KNOWN_SHAPES["0.5b"]
+    snap["host"] = {**snap.get("host", {}), "disk_free_bytes": {str(tmp_path): 2 * 1024**3}}
+    full = prepare(cfg, snapshot=snap, rows=rows, shape=shape, seq_len=512)
+    assert "DISK_FULL_AT_CHECKPOINT" in _codes(full)
+    snap["host"]["disk_free_bytes"] = {str(tmp_path): 64 * 1024**3}
+    roomy = prepare(cfg, snapshot=snap, rows=rows, shape=shape, seq_len=512)
+    assert "DISK_FULL_AT_CHECKPOINT" not in _codes(roomy)
+
+
+def test_rows_longer_than_max_length_warn_through_the_doctor(tmp_path):
+    cfg = SFTRunConfig(model="m", data="d", output_dir=str(tmp_path), max_length=256)
+    p = prepare(
+        cfg, snapshot=_snap("cpu"), rows=(_rows(100), []), shape=KNOWN_SHAPES["0.5b"], seq_len=900
+    )
+    assert [f.code for f in p.findings if f.code == "TRAINER_ROWS_TRUNCATED"] == [
+        "TRAINER_ROWS_TRUNCATED"
+    ]
+    assert p.snapshot["plan"]["longest_sample_tokens"] == 900

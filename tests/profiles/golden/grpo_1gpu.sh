@@ -40,18 +40,18 @@ healthy() {
   "$PYTHON" -c 'import sys, urllib.request; urllib.request.urlopen(sys.argv[1], timeout=5)' "$1" >/dev/null 2>&1
 }
 
-# 1. Preflight: the doctor checks this machine against the plan before GPU time is spent.
+# 1. Preflight: this machine is checked against the plan before GPU time is spent.
 if [[ "${SKIP_PREFLIGHT:-0}" != 1 ]]; then
-  log "preflight: shop-r1 doctor --plan $HERE/run_grpo.plan.json"
-  "$PYTHON" -m shop_r1_doctor.cli.main doctor --plan "$HERE/run_grpo.plan.json" 2>&1 | stamp | tee "$RUN_DIR/doctor.log" \
-    || fail "the doctor found errors (see $RUN_DIR/doctor.log); fix them or set SKIP_PREFLIGHT=1"
+  log "preflight: shop-r1 train grpo --dry-run"
+  "$PYTHON" -m shop_r1.cli train grpo --model "$MODEL" --data "$DATA" --output-dir "$OUTPUT_DIR" --config "$HERE/run_grpo.config.yaml" --dry-run 2>&1 | stamp | tee "$RUN_DIR/preflight.log" \
+    || fail "the preflight found errors (see $RUN_DIR/preflight.log); fix them or set SKIP_PREFLIGHT=1"
 fi
 
 # 2. The training: output timestamped into $RUN_DIR.
 log "training on GPU(s) ${TRAIN_GPUS:-none}; logs in $RUN_DIR"
 start=$SECONDS
 rc=0
-CUDA_VISIBLE_DEVICES="$TRAIN_GPUS" "$PYTHON" -m shop_r1_doctor.cli.main train grpo --model "$MODEL" --data "$DATA" --output-dir "$OUTPUT_DIR" --config "$HERE/run_grpo.config.yaml" \
+CUDA_VISIBLE_DEVICES="$TRAIN_GPUS" "$PYTHON" -m shop_r1.cli train grpo --model "$MODEL" --data "$DATA" --output-dir "$OUTPUT_DIR" --config "$HERE/run_grpo.config.yaml" \
   2>&1 | stamp | tee "$RUN_DIR/grpo.log" || rc=$?
 elapsed=$((SECONDS - start))
 [[ -s "$RUN_DIR/grpo.log" ]] || fail "grpo.log is empty: the training never started"

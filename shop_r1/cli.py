@@ -1,0 +1,25 @@
+"""The `shop-r1` entry point: wiring only, above both packages.
+
+The doctor's groups (doctor, profiles, build-image, launch, report, run) come with the
+root app from `shop_r1_doctor.cli.main`; the trainer's (data, score, train, eval, demo)
+are added here. Nothing heavy is imported: each group imports its work inside the command.
+"""
+
+from __future__ import annotations
+
+from shop_r1.commands import data, demo, score, train
+from shop_r1.commands import eval as eval_cmd
+from shop_r1_doctor.cli.main import make_app, run_app
+
+app = make_app("Environment doctor and trainer for Shop-R1 (SFT then GRPO on shopper actions).")
+for group in (data, score, train, eval_cmd, demo):
+    group.register(app)
+
+
+def main() -> None:
+    """Entry point: known failures become one line and exit 2 (SHOP_R1_DEBUG=1 for tracebacks)."""
+    run_app(app)
+
+
+if __name__ == "__main__":
+    main()

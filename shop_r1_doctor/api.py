@@ -1,0 +1,119 @@
+"""The doctor's public API: everything the trainer (`shop_r1`) may use, in one place.
+
+`shop_r1` imports `shop_r1_doctor.api` (and `shop_r1_doctor.errors` for `ToolError`),
+never the doctor's internals; an import-linter contract in pyproject.toml enforces it.
+The doctor never imports the trainer. Pure-Python models (memory/FLOPs, facts,
+findings, the run plan) are re-exported here; the costly parts (probes, checks,
+redaction) are imported when called, so `import shop_r1_doctor.api` stays cheap.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from pathlib import Path
+from typing import Any
+
+from shop_r1_doctor.errors import ToolError
+from shop_r1_doctor.facts import Facts, parse_version
+from shop_r1_doctor.findings import Finding, Severity
+from shop_r1_doctor.memory import (
+    GIB,
+    KNOWN_SHAPES,
+    ModelShape,
+    estimate_training_memory,
+    flops_per_token,
+    vllm_memory_fraction,
+)
+from shop_r1_doctor.runplan import RUNPLAN_SCHEMA, RunPlan
+from shop_r1_doctor.trl_rules import (
+    TRL_DEFAULTS,
+    grpo_batch,
+    grpo_generation_unit,
+    round_up_to,
+    sft_effective_batch,
+)
+from shop_r1_doctor.yamlio import SafeLoader, read_yaml
+
+__all__ = [
+    "GIB",
+    "KNOWN_SHAPES",
+    "RUNPLAN_SCHEMA",
+    "TRL_DEFAULTS",
+    "Facts",
+    "Finding",
+    "ModelShape",
+    "RunPlan",
+    "SafeLoader",
+    "Severity",
+    "ToolError",
+    "collect_snapshot",
+    "estimate_training_memory",
+    "finding",
+    "flops_per_token",
+    "grpo_batch",
+    "grpo_generation_unit",
+    "load_snapshot",
+    "parse_version",
+    "peak_flops",
+    "read_yaml",
+    "redact_text",
+    "round_up_to",
+    "run_checks",
+    "sft_effective_batch",
+    "vllm_memory_fraction",
+]
+
+
+def collect_snapshot(
+    *, fast: bool = False, timeout: float = 60.0, output_dir: str | None = None
+) -> dict[str, Any]:
+    """This machine's facts (the snapshot contract, docs/doctor.md); risky probes isolated.
+    `output_dir`: also record its free disk (the checkpoint check reads it)."""
+    from shop_r1_doctor.probes.collect import collect_snapshot as collect
+    from shop_r1_doctor.probes.deps import ProbeDeps
+
+    return collect(fast=fast, timeout=timeout, deps=ProbeDeps(output_dir=output_dir))
+
+
+def load_snapshot(path: str | Path) -> dict[str, Any]:
+    """A saved `shop-r1 doctor --save` snapshot, validated against the contract."""
+    from shop_r1_doctor.snapshot import load_snapshot as load
+
+    return load(path)
+
+
+def run_checks(snapshot: dict[str, Any]) -> list[Finding]:
+    """Every doctor check on a snapshot (with its `plan`), errors first."""
+    from shop_r1_doctor.checks import run_checks as run
+
+    return run(snapshot)
+
+
+def finding(
+    code: str,
+    title: str,
+    *,
+    detail: str = "",
+    fix: str | None = None,
+    severity: Severity | None = None,
+    urls: Iterable[str] = (),
+) -> Finding:
+    """A Finding for a catalogued code (knowledge/codes.yaml): severity, fix, sources filled in."""
+    from shop_r1_doctor.catalog import finding as build
+
+    return build(code, title, detail=detail, fix=fix, severity=severity, urls=urls)
+
+
+def peak_flops(gpu_name: str | None, dtype: str = "bf16") -> float | None:
+    """Dense tensor-core peak FLOP/s of a GPU by name (knowledge/gpus.yaml); None if unknown."""
+    from shop_r1_doctor.hardware import gpu_info
+
+    info = gpu_info(gpu_name)
+    return info.peak_flops(dtype) if info else None
+
+
+def redact_text(text: str) -> str:
+    """Tokens, keys, passwords and the home directory taken out of text that is shown."""
+    from shop_r1_doctor.redact import redact_text as redact
+
+    return redact(text)

@@ -1,0 +1,107 @@
+"""TRL's batch rules and the defaults they use, mirrored in one place (pure Python).
+
+The doctor's plan checks and the trainer's auto-configuration both size batches by these
+rules, so a plan the trainer writes passes the doctor's checks and TRL's own
+`GRPOConfig.__post_init__` (trl/trainer/grpo_config.py, verified on TRL 1.16):
+
+- generation batch, when neither is set: per_device_train_batch_size x num_processes x
+  steps_per_generation, steps_per_generation defaulting to gradient_accumulation_steps;
+- a set generation_batch_size must be a multiple of the global batch (per-device x
+  processes), and steps_per_generation and generation_batch_size exclude each other;
+- the generation batch must hold whole groups: divisible by num_generations (>= 2);
+- TRL's RepeatSampler drops an incomplete generation batch: fewer prompts than
+  generation batch / num_generations trains zero steps. SFT: fewer rows than one effective
+  batch (per-device x processes x accumulation) likewise.
+
+Every count includes the number of processes: the batch is global, not per GPU.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+# TRL / transformers defaults the rules fall back to when a plan leaves them out
+TRL_DEFAULTS = {
+    "num_generations": 8,  # GRPOConfig.num_generations
+    "per_device_train_batch_size": 8,  # TrainingArguments
+    "gradient_accumulation_steps": 1,  # TrainingArguments
+    "num_processes": 1,
+}
+
+
+@dataclass(frozen=True)
+class GrpoBatch:
+    """A GRPO generation batch as TRL forms it."""
+
+    size: int  # completions per generation batch (global)
+    num_generations: int
+    how: str  # in words, for findings and decision notes
+    explicit: bool  # generation_batch_size was given
+
+    @property
+    def whole_groups(self) -> bool:
+        return self.num_generations >= 2 and self.size % self.num_generations == 0
+
+    @property
+    def prompts(self) -> int:
+        """Prompts per generation batch (whole groups only)."""
+        return self.size // self.num_generations if self.whole_groups else 0
+
+
+def grpo_batch(
+    *,
+    num_processes: int | None = None,
+    per_device: int | None = None,
+    gradient_accumulation_steps: int | None = None,
+    steps_per_generation: int | None = None,
+    generation_batch_size: int | None = None,
+    num_generations: int | None = None,
+) -> GrpoBatch:
+    """TRL's generation batch from what a plan says (None = TRL's default)."""
+    gens = num_generations or TRL_DEFAULTS["num_generations"]
+    if generation_batch_size:
+        return GrpoBatch(
+            generation_batch_size, gens, f"generation_batch_size={generation_batch_size}", True
+        )
+    procs = num_processes or TRL_DEFAULTS["num_processes"]
+    per = per_device or TRL_DEFAULTS["per_device_train_batch_size"]
+    steps = (
+        steps_per_generation
+        or gradient_accumulation_steps
+        or TRL_DEFAULTS["gradient_accumulation_steps"]
+    )
+    how = f"{procs} process(es) x per_device_train_batch_size {per} x steps_per_generation {steps}"
+    return GrpoBatch(procs * per * steps, gens, how, False)
+
+
+def valid_num_generations(size: int) -> list[int]:
+    """The num_generations values that divide a generation batch of `size`."""
+    return [g for g in range(2, size + 1) if size % g == 0]
+
+
+def steps_multiple_for(num_generations: int, per_step: int) -> int:
+    """steps_per_generation must be a multiple of this for whole groups of num_generations
+    when each step brings `per_step` completions (per-device x processes)."""
+    return num_generations // math.gcd(num_generations, max(per_step, 1))
+
+
+def grpo_generation_unit(num_generations: int, num_processes: int, micro_batch: int) -> int:
+    """The smallest generation batch that is whole groups, splits evenly over the processes
+    and is a multiple of the global micro batch (TRL's divisibility rules together)."""
+    return math.lcm(num_generations, num_processes, micro_batch * num_processes)
+
+
+def round_up_to(value: int, unit: int) -> int:
+    return math.ceil(value / unit) * unit
+
+
+def sft_effective_batch(
+    num_processes: int | None, per_device: int | None, gradient_accumulation_steps: int | None
+) -> int:
+    """Rows per optimizer step: per-device x processes x accumulation."""
+    return (
+        (num_processes or TRL_DEFAULTS["num_processes"])
+        * (per_device or TRL_DEFAULTS["per_device_train_batch_size"])
+        * (gradient_accumulation_steps or TRL_DEFAULTS["gradient_accumulation_steps"])
+    )

@@ -1,0 +1,77 @@
+"""TRL's batch rules in one module, checked against TRL's own GRPOConfig where it runs."""
+
+from __future__ import annotations
+
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+
+from shop_r1_doctor.checks import run_checks
+from shop_r1_doctor.trl_rules import (
+    grpo_batch,
+    grpo_generation_unit,
+    sft_effective_batch,
+    steps_multiple_for,
+)
+
+
+def test_batches_count_processes():
+    assert grpo_batch(num_processes=3, per_device=2, gradient_accumulation_steps=4).size == 24
+    assert grpo_batch(num_processes=3, per_device=2, steps_per_generation=5).size == 30
+    assert grpo_batch(generation_batch_size=64, num_processes=8).size == 64
+    assert grpo_batch().size == 8 and grpo_batch().num_generations == 8  # TRL's defaults
+    assert sft_effective_batch(4, 2, 8) == 64
+    assert sft_effective_batch(None, None, None) == 8
+
+
+@given(
+    gens=st.integers(2, 16),
+    procs=st.integers(1, 8),
+    micro=st.integers(1, 16),
+    mult=st.integers(1, 4),
+)
+def test_generation_unit_satisfies_every_rule(gens, procs, micro, mult):
+    size = grpo_generation_unit(gens, procs, micro) * mult
+    assert size % gens == 0  # whole groups
+    assert size % (micro * procs) == 0  # TRL: a multiple of the global batch
+    plan = {
+        "task": "grpo",
+        "num_generations": gens,
+        "num_processes": procs,
+        "per_device_train_batch_size": micro,
+        "generation_batch_size": size,
+    }
+    assert "TRL_GRPO_BATCH_NOT_DIVISIBLE" not in {f.code for f in run_checks({"plan": plan})}
+
+
+def test_steps_multiple_makes_whole_groups():
+    for gens in range(2, 17):
+        for per_step in range(1, 17):
+            k = steps_multiple_for(gens, per_step)
+            assert (per_step * k) % gens == 0
+            assert all((per_step * j) % gens for j in range(1, k))  # the smallest
+
+
+@pytest.mark.parametrize(
+    ("per_device", "gas", "steps", "gen_batch"),
+    [(8, 1, None, None), (2, 4, None, None), (4, None, 3, None), (4, None, None, 16)],
+)
+def test_matches_trl_grpo_config(tmp_path, per_device, gas, steps, gen_batch):
+    trl = pytest.importorskip("trl")
+    kwargs = {"per_device_train_batch_size": per_device, "num_generations": 2}
+    if gas:
+        kwargs["gradient_accumulation_steps"] = gas
+    if steps:
+        kwargs["steps_per_generation"] = steps
+    if gen_batch:
+        kwargs["generation_batch_size"] = gen_batch
+    cfg = trl.GRPOConfig(output_dir=str(tmp_path), report_to=[], use_cpu=True, **kwargs)
+    ours = grpo_batch(
+        num_processes=cfg.world_size,
+        per_device=per_device,
+        gradient_accumulation_steps=gas,
+        steps_per_generation=steps,
+        generation_batch_size=gen_batch,
+        num_generations=2,
+    )
+    assert ours.size == cfg.generation_batch_size
