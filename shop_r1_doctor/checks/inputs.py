@@ -89,6 +89,7 @@ def reads_of(node: ast.AST) -> Reads:
         elif (
             isinstance(sub, ast.Subscript)
             and isinstance(sub.ctx, ast.Load)
+            and not (isinstance(sub.value, ast.Name) and sub.value.id.isupper())  # a constant
             and (key := _literal(sub.slice))
         ):
             out.facts.add(key)
