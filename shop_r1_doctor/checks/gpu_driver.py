@@ -154,6 +154,8 @@ def visible_devices(facts: Facts) -> Iterator[Finding]:
     cvd = facts.env_value("CUDA_VISIBLE_DEVICES")
     if cvd is None or not facts.gpus:
         return
+    if not all(isinstance(g.get("index"), int) for g in facts.gpus):
+        return  # GPUs named without their indices (an env report's `GPU type`): cannot tell
     items = [x.strip() for x in cvd.split(",") if x.strip()]
     numeric = [int(x) for x in items if x.lstrip("-").isdigit()]
     indices = {g.get("index") for g in facts.gpus}

@@ -176,7 +176,16 @@ def cuda_toolkit(facts: Facts) -> Iterator[Finding]:
             f"{len(on_path)} nvcc on PATH; builds use {on_path[0]}",
             detail="\n".join(on_path),
         )
-    no_toolkit = not tk.get("cuda_home") and not tk.get("nvcc") and not on_path
+    # Absent only when the probe looked for both (a dump naming nvcc's version alone is
+    # no evidence that CUDA_HOME is unset).
+    no_toolkit = (
+        "cuda_home" in tk
+        and "nvcc" in tk
+        and not tk.get("cuda_home")
+        and not tk.get("nvcc")
+        and not on_path
+        and nvcc_v is None
+    )
     if pkg_installed(facts, "deepspeed") is True and "cuda_toolkit" in facts.raw and no_toolkit:
         yield finding(
             "CUDA_HOME_MISSING_DEEPSPEED",

@@ -119,6 +119,8 @@ def toolkit_headline(snap: dict[str, Any]) -> str:
     tk = _d(snap, "cuda_toolkit")
     if "cuda_toolkit" not in snap:
         return "CUDA toolkit: unknown"
+    if not tk.get("nvcc") and tk.get("nvcc_version"):
+        return f"CUDA toolkit: nvcc {tk['nvcc_version']}"  # a dump names the version only
     if not tk.get("nvcc"):
         return "CUDA toolkit: no nvcc (only needed to build CUDA extensions)"
     version = tk.get("nvcc_version") or "?"

@@ -1,0 +1,70 @@
+"""Package listings: `pip list`, `pip freeze`, `conda list` and `conda list --export`.
+
+Only what is listed is recorded. A listing never says what is absent: a paste is often
+cut short or filtered (`pip list | grep torch`), so a package missing from it is unknown.
+"""
+
+from __future__ import annotations
+
+import re
+
+from shop_r1_doctor.ingest._common import Line, Partial
+
+_NAME = r"[A-Za-z0-9][A-Za-z0-9._-]*"
+_FREEZE = re.compile(rf"^(?P<name>{_NAME})(?:\[[^\]]*\])?\s*==\s*(?P<version>[^\s;#]+)\s*$")
+_DIRECT = re.compile(rf"^(?P<name>{_NAME}) @ (?:file|https?|git\+\w+)://\S+$")
+_PIP_HEADER = re.compile(r"^Package\s+Version(\s+.*)?$")
+_RULE = re.compile(r"^-{3,}(\s+-{3,})+$")
+_CONDA_HEADER = re.compile(r"^#\s*Name\s+Version\s+Build(\s+Channel)?\s*$")
+_CONDA_EXPORT = re.compile(rf"^(?P<name>{_NAME})=(?P<version>[^=\s]+)=(?P<build>\S+)$")
+_ROW = re.compile(rf"^(?P<name>{_NAME})\s+(?P<version>\d[^\s]*)(?:\s+(?P<rest>.*))?$")
+_CONDA_NAMES = {"pytorch": "torch"}
+
+
+def parse(lines: list[Line], where: str) -> Partial | None:
+    out = Partial("pip_list")
+    mode: str | None = None  # "pip" after a `pip list` header, "conda" after conda's
+    for line in lines:
+        text = line.text.strip()
+        if not text:
+            mode = None if mode == "pip-rows" else mode
+            continue
+        if _PIP_HEADER.match(text):
+            mode = "pip"
+            continue
+        if _CONDA_HEADER.match(text) or text.startswith("# packages in environment at"):
+            mode = "conda"
+            continue
+        if _RULE.match(text) and mode == "pip":
+            mode = "pip-rows"
+            continue
+        freeze = _FREEZE.match(text)
+        if freeze:
+            out.package(freeze.group("name"), freeze.group("version"), line.number)
+            continue
+        export = _CONDA_EXPORT.match(text)
+        if export:
+            _conda(out, export.group("name"), export.group("version"), export.group("build"), line)
+            continue
+        direct = _DIRECT.match(text)
+        if direct:
+            out.package(direct.group("name"), None, line.number)  # a wheel or checkout: no version
+            continue
+        row = _ROW.match(text) if mode in ("pip-rows", "conda") else None
+        if row:
+            if mode == "conda":
+                _conda(out, row.group("name"), row.group("version"), row.group("rest") or "", line)
+            else:
+                out.package(row.group("name"), row.group("version"), line.number)
+            continue
+        if mode == "pip-rows":
+            mode = None  # the table ended: prose after it is not a package
+    return out if out.lines else None
+
+
+def _conda(out: Partial, name: str, version: str, rest: str, line: Line) -> None:
+    # conda's `pytorch` is torch; a build string such as `py3.10_cuda12.1_cudnn8.9.2_0`
+    # says which CUDA, but the version itself has no `+cu121`: the variant stays unknown.
+    name = _CONDA_NAMES.get(name, name)
+    if name not in out.facts.get("packages", {}) or "pypi" in rest:
+        out.package(name, version, line.number)
