@@ -9,6 +9,7 @@ from packaging.version import Version
 
 from shop_r1_doctor.checks._base import (
     GIB,
+    env_set,
     finding,
     gpu_names,
     packages,
@@ -117,7 +118,8 @@ def consumer_p2p(facts: Facts) -> Iterator[Finding]:
         for g in visible_gpus(facts)
         if any(s in str(g.get("name", "")) for s in ("RTX 40", "RTX 50"))
     ]
-    if len(gpus) < 2 or facts.env_value("NCCL_P2P_DISABLE") is not None:
+    # Unset must be known: a dump that lists no environment says nothing about it.
+    if len(gpus) < 2 or env_set(facts, "NCCL_P2P_DISABLE") is not False:
         return
     if facts.plan and world_size(facts) < 2:
         return

@@ -20,10 +20,19 @@ from shop_r1_doctor.ingest._common import (
 from shop_r1_doctor.ingest.platform_text import host_from_os, host_from_platform
 
 _KEY_VALUE = re.compile(r"^(?P<key>[A-Za-z][A-Za-z0-9 _()/?.-]*?)\s*:\s?(?P<value>.*)$")
-_GPU_LINE = re.compile(r"^\s*GPU (?P<index>\d+): (?P<name>.+?)(?: \(UUID: [^)]*\))?\s*$")
+# Some pastes carry a full-width colon (`GPU 0： Tesla P100`): the user's input method.
+_GPU_LINE = re.compile(r"^\s*GPU (?P<index>\d+)\s*[:：] ?(?P<name>.+?)(?: \(UUID: [^)]*\))?\s*$")
+# Old collect_env printed `PyTorch version 1.5.0` without a colon on some setups.
+_BARE_TORCH = re.compile(r"^PyTorch version (?P<value>\d\S*)$")
 _PIP = re.compile(r"^\[(?:pip3?|uv)\] (?P<name>[A-Za-z0-9._-]+)\s*==\s*(?P<version>\S+)")
 _CONDA = re.compile(r"^\[conda\] (?P<name>[A-Za-z0-9._-]+)\s+(?P<version>\S+)(?:\s+(?P<rest>.*))?$")
 _ENV = re.compile(r"^(?P<name>[A-Z][A-Z0-9_]*)=(?P<value>.*)$")
+# torch's CUDA-init warning, often the first line of a collect_env paste, names the newest
+# CUDA the driver supports as an integer (11040 = 11.4): a driver fact even when the
+# `Nvidia driver version` line is cut off.
+_DRIVER_TOO_OLD = re.compile(
+    r"NVIDIA driver on your system is too old \(found version (?P<cuda>\d{4,6})\)"
+)
 # A conda package name that is another pip distribution's name.
 _CONDA_NAMES = {"pytorch": "torch"}
 # Keys that prove the text is collect_env's (the first one alone is enough).
@@ -34,14 +43,20 @@ ENV_SECTION_HEADERS = ("Environment Variables",)
 
 
 def parse(lines: list[Line], where: str) -> Partial | None:
-    keys = {m.group("key").strip() for m in (_KEY_VALUE.match(ln.text) for ln in lines) if m}
-    if not keys.intersection(_SIGNATURE[1:]) and "vLLM Version" not in keys:
+    texts = [ln.text.strip() for ln in lines]
+    keys = {m.group("key").strip() for m in map(_KEY_VALUE.match, texts) if m}
+    listed = any(_PIP.match(t) for t in texts)  # only the `[pip3]` tail was pasted
+    if not keys.intersection(_SIGNATURE[1:]) and "vLLM Version" not in keys and not listed:
         return None
     out = Partial("collect_env")
     in_gpus = in_env = False
     for line in lines:
-        text = line.text
-        if not text.strip():
+        text = line.text.strip()  # some pastes indent the whole dump
+        too_old = _DRIVER_TOO_OLD.search(text)
+        if too_old:
+            _driver_cuda(out, int(too_old.group("cuda")), line)
+            continue
+        if not text:
             in_gpus = False
             continue
         gpu = _GPU_LINE.match(text)
@@ -74,10 +89,34 @@ def parse(lines: list[Line], where: str) -> Partial | None:
         ):
             in_env = True
             continue
-        kv = _KEY_VALUE.match(text)
-        if kv:
+        bare = _BARE_TORCH.match(text)
+        kv = _KEY_VALUE.match(text) if not bare else None
+        if bare:
+            _key(out, "PyTorch version", bare.group("value"), line, where)
+        elif kv:
             in_gpus = _key(out, kv.group("key").strip(), kv.group("value").strip(), line, where)
+    _cpu_build(out)
     return out if out.lines else None
+
+
+def _driver_cuda(out: Partial, value: int, line: Line) -> None:
+    out.section("driver").setdefault("cuda_version", f"{value // 1000}.{value % 1000 // 10}")
+    out.lines.append(line.number)
+
+
+def _cpu_build(out: Partial) -> None:
+    """collect_env prints torch.version.cuda None as `Could not collect` (old ones: `None`).
+
+    With torch installed and no ROCm build, that is a CPU-only wheel; the raw value is kept
+    under `_cuda_text` while lines are read and decided here, once ROCm's line is known.
+    """
+    torch = out.facts.get("torch")
+    if not isinstance(torch, dict):
+        return
+    text = torch.pop("_cuda_text", None)
+    rocm = torch.pop("_rocm", None)
+    if text is not None and "cuda" not in torch and torch.get("version") and not rocm:
+        torch["cuda"] = None
 
 
 def _gpu(out: Partial, index: str, name: str, line: Line) -> None:
@@ -95,6 +134,14 @@ def _key(out: Partial, key: str, value: str, line: Line, where: str) -> bool:
         if gpu:
             _gpu(out, gpu.group("index"), gpu.group("name"), line)
         return True
+    key = {"Os": "OS", "Version of relevant libraries": ""}.get(key, key)
+    if key == "CUDA used to build PyTorch" and (is_unknown(value) or value == "None"):
+        out.facts.setdefault("torch", {})["_cuda_text"] = value
+        out.lines.append(line.number)
+        return False
+    if key == "ROCM used to build PyTorch" and not is_unknown(value):
+        out.facts.setdefault("torch", {})["_rocm"] = value
+        return False
     if is_unknown(value):
         return False
     if key == "PyTorch version":
@@ -102,8 +149,7 @@ def _key(out: Partial, key: str, value: str, line: Line, where: str) -> bool:
         out.facts.setdefault("torch", {})["version"] = version
         out.package("torch", version, line.number)
     elif key == "CUDA used to build PyTorch":
-        cuda = None if value == "None" else version_or_error(value, key, where, line)
-        out.facts.setdefault("torch", {})["cuda"] = cuda
+        out.facts.setdefault("torch", {})["cuda"] = version_or_error(value, key, where, line)
     elif key == "Is CUDA available":
         if value in ("True", "Yes", "False", "No"):
             out.facts.setdefault("torch", {})["cuda_available"] = value in ("True", "Yes")

@@ -19,11 +19,17 @@ _CONDA_HEADER = re.compile(r"^#\s*Name\s+Version\s+Build(\s+Channel)?\s*$")
 _CONDA_EXPORT = re.compile(rf"^(?P<name>{_NAME})=(?P<version>[^=\s]+)=(?P<build>\S+)$")
 _ROW = re.compile(rf"^(?P<name>{_NAME})\s+(?P<version>\d[^\s]*)(?:\s+(?P<rest>.*))?$")
 _CONDA_NAMES = {"pytorch": "torch"}
+# A conda build string (`pypi_0`, `py312h2bbff1b_0`, `h5eee18b_6`, `0`): rows that carry
+# one are conda's even when the `# Name Version Build` header was not pasted.
+_CONDA_BUILD = re.compile(r"^(?:pypi_0|py\w+|h[0-9a-f]{7}_\d+|[0-9a-z_]*_\d+|\d+)$")
+HEADLESS_CONDA_ROWS = 3  # this many such rows in a paste make it a conda listing
 
 
 def parse(lines: list[Line], where: str) -> Partial | None:
     out = Partial("pip_list")
     mode: str | None = None  # "pip" after a `pip list` header, "conda" after conda's
+    if _headless_conda(lines):
+        mode = "conda"
     for line in lines:
         text = line.text.strip()
         if not text:
@@ -68,3 +74,12 @@ def _conda(out: Partial, name: str, version: str, rest: str, line: Line) -> None
     name = _CONDA_NAMES.get(name, name)
     if name not in out.facts.get("packages", {}) or "pypi" in rest:
         out.package(name, version, line.number)
+
+
+def _headless_conda(lines: list[Line]) -> bool:
+    rows = 0
+    for line in lines:
+        row = _ROW.match(line.text.strip())
+        rest = (row.group("rest") or "").split() if row else []
+        rows += bool(rest and _CONDA_BUILD.match(rest[0]))
+    return rows >= HEADLESS_CONDA_ROWS

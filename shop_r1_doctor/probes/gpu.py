@@ -23,14 +23,27 @@ SMI_APPS_QUERY = "pid,process_name,used_memory,gpu_uuid"
 TOPOLOGY_NAMES = {0: "X", 10: "PIX", 20: "PXB", 30: "PHB", 40: "NODE", 50: "SYS"}
 # Only for nvidia-smi builds without `compute_cap` (driver < 510): GPUs of that era.
 # Source: https://developer.nvidia.com/cuda-gpus
+# Also used by `doctor --from` for GPUs a pasted dump names (collect_env, trl env): the
+# more specific names come first (`Quadro RTX 4000` is Turing, `RTX 4000 Ada` is Ada).
 CC_BY_NAME = (
+    ("GB200", "10.0"),
+    ("B200", "10.0"),
+    ("B100", "10.0"),
+    ("RTX PRO 6000 Blackwell", "12.0"),
+    ("GeForce RTX 50", "12.0"),
+    ("Ada Generation", "8.9"),
+    ("Quadro RTX", "7.5"),
     ("H100", "9.0"),
+    ("H800", "9.0"),
+    ("H20", "9.0"),
     ("H200", "9.0"),
     ("GH200", "9.0"),
     ("L40", "8.9"),
     ("L4", "8.9"),
     ("RTX 40", "8.9"),
     ("A100", "8.0"),
+    ("A800", "8.0"),
+    ("L20", "8.9"),
     ("A30", "8.0"),
     ("A10", "8.6"),
     ("A40", "8.6"),
@@ -39,13 +52,14 @@ CC_BY_NAME = (
     ("T4", "7.5"),
     ("RTX 20", "7.5"),
     ("TITAN RTX", "7.5"),
-    ("Quadro RTX", "7.5"),
+    ("GTX 16", "7.5"),
     ("V100", "7.0"),
     ("TITAN V", "7.0"),
     ("P100", "6.0"),
     ("P40", "6.1"),
     ("P4", "6.1"),
     ("GTX 10", "6.1"),
+    ("TITAN Xp", "6.1"),
     ("K80", "3.7"),
     ("M60", "5.2"),
     ("M40", "5.2"),
