@@ -19,7 +19,7 @@ from shop_r1_doctor import __version__
 from shop_r1_doctor.ingest import collect_env, hf_env, nvidia_smi, pip_list
 from shop_r1_doctor.ingest._common import DumpError, Line, Partial, better_package, clean_lines
 from shop_r1_doctor.probes.gpu import cc_from_name
-from shop_r1_doctor.redact import redact_home
+from shop_r1_doctor.redact import redact_env, redact_home
 from shop_r1_doctor.snapshot import SNAPSHOT_SCHEMA
 
 __all__ = ["PARSERS", "DumpError", "parse_dump", "read_dump", "snapshot_from_dump"]
@@ -92,6 +92,8 @@ def snapshot_from_dump(text: str, where: str = "<dump>") -> dict[str, Any]:
             "parts": [{"parser": p.parser, "lines": [min(p.lines), max(p.lines)]} for p in parts],
         },
     }
+    if isinstance(merged.get("env"), dict):
+        merged["env"] = redact_env(merged["env"])  # the snapshot contract: no secrets
     for key in SECTION_ORDER:
         if key in merged:
             snapshot[key] = merged[key]

@@ -20,7 +20,9 @@ from shop_r1_doctor.ingest._common import (
 )
 from shop_r1_doctor.ingest.platform_text import host_from_platform
 
-_LINE = re.compile(r"^\s*[-*]\s+(?P<key>[^:]{2,60}?)\s*:\s*(?P<value>.*)$")
+# `- Key: value`; the bullets are sometimes lost on copy, so they are optional, and a
+# report is recognised by its package keys (below), not by its bullets.
+_LINE = re.compile(r"^\s*(?:[-*]\s+)?(?P<key>[^:]{2,60}?)\s*:\s*(?P<value>.*)$")
 # Key (lower-case, backticks removed) -> distribution name.
 _PACKAGE_KEYS = {
     "transformers version": "transformers",
@@ -52,6 +54,7 @@ _PACKAGE_KEYS = {
     "wandb version": "wandb",
     "sglang version": "sglang",
     "kernels version": "kernels",
+    "lerobot version": "lerobot",
 }
 _TORCH_KEYS = (
     "pytorch version (gpu?)",
@@ -59,7 +62,9 @@ _TORCH_KEYS = (
     "pytorch version",
     "torch version",
 )
-_GPU_KEYS = ("gpu type", "cuda device", "cuda device(s)", "gpu", "gpus")
+_GPU_KEYS = ("gpu type", "gpu model", "cuda device", "cuda device(s)", "gpu", "gpus")
+# vLLM's collect-env also prints `vLLM Version:`; that alone is collect_env's, not a report.
+_REPORT_KEYS = frozenset(_PACKAGE_KEYS) - {"vllm version"}
 _SIGNATURE = ("platform", "python version", *_PACKAGE_KEYS, *_TORCH_KEYS)
 
 
@@ -77,6 +82,10 @@ def parse(lines: list[Line], where: str) -> Partial | None:
             _torch(out, value, line, where)
         elif key in _GPU_KEYS:
             _gpus(out, value, line)
+        elif key == "is pytorch built with cuda support?" and value in ("True", "False"):
+            if value == "False":  # lerobot-info: torch.version.cuda is None
+                out.facts.setdefault("torch", {})["cuda"] = None
+            out.lines.append(line.number)
         elif key == "gpu number" and value.isdigit():
             out.facts["_gpu_count"] = int(value)
             out.lines.append(line.number)
@@ -90,10 +99,20 @@ def parse(lines: list[Line], where: str) -> Partial | None:
             assert m2 is not None
             out.section("host").setdefault("python", {})["version"] = m2.group(1)
             out.lines.append(line.number)
-    # Several keys are needed: one `- Platform: x` line in prose is not an env report.
-    if len(set(out.lines)) < 2:
+    # A report names its tool's packages: `Platform:` and `Python version:` lines alone
+    # (collect_env has them too) or one stray line in prose are not one.
+    if not _report_keys(lines) & _REPORT_KEYS or len(set(out.lines)) < 2:
         return None
     _finish_gpus(out)
+    return out
+
+
+def _report_keys(lines: list[Line]) -> set[str]:
+    out = set()
+    for line in lines:
+        m = _LINE.match(line.text)
+        if m:
+            out.add(m.group("key").replace("`", "").strip().lower())
     return out
 
 

@@ -8,7 +8,11 @@ from typing import Any
 
 def host_from_os(value: str) -> dict[str, Any]:
     """collect_env's `OS:` line -> os, os_release, arch."""
-    m = re.match(r"^(?P<release>.*?)\s*(?:\((?P<arch>[\w-]+)\))?$", value.strip())
+    # `Ubuntu 22.04.4 LTS (x86_64)`; `... 7.6 (Maipo)` is a code name, not an architecture.
+    m = re.match(
+        r"^(?P<release>.*?)\s*(?:\((?P<arch>x86_64|aarch64|arm64|ppc64le|s390x|AMD64)\))?$",
+        value.strip(),
+    )
     release = m.group("release") if m else value.strip()
     out: dict[str, Any] = {}
     lowered = release.lower()
