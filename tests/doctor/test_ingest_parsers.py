@@ -176,3 +176,34 @@ def test_read_dump_rejects_binary_and_bad_utf8(tmp_path):
         read_dump(str(tmp_path / "l.txt"))
     with pytest.raises(DumpError, match="no such file"):
         read_dump(str(tmp_path / "missing.txt"))
+
+
+FOUR_4090 = "Is debug build: False\nGPU models and configuration:\n" + "".join(
+    f"GPU {i}: NVIDIA GeForce RTX 4090\n" for i in range(4)
+)
+
+
+def test_an_unlisted_variable_is_unknown_not_unset():
+    # NCCL_P2P_HANG_CONSUMER_GPUS needs NCCL_P2P_DISABLE *unset*: a dump with no env block,
+    # or with vLLM's block that lists only some variables, does not say that.
+    for text in (FOUR_4090, FOUR_4090 + "\nEnvironment Variables:\nCUDA_VISIBLE_DEVICES=0,1,2,3\n"):
+        snap = snapshot_from_dump(text)
+        assert "NCCL_P2P_HANG_CONSUMER_GPUS" not in {f.code for f in run_checks(snap)}
+    # The same machine probed (the env section lists every variable of interest): it fires.
+    probed = dict(snapshot_from_dump(FOUR_4090), env={})
+    del probed["source"]
+    assert "NCCL_P2P_HANG_CONSUMER_GPUS" in {f.code for f in run_checks(probed)}
+
+
+def test_gpus_named_without_indices_do_not_meet_cuda_visible_devices():
+    text = "- TRL version: 0.19.0\n- CUDA device(s): NVIDIA H100 80GB HBM3\n"
+    snap = snapshot_from_dump(text)
+    snap["env"] = {"CUDA_VISIBLE_DEVICES": "3"}  # index 3 of an unknown numbering
+    assert "CUDA_VISIBLE_DEVICES_HIDES_GPUS" not in {f.code for f in run_checks(snap)}
+
+
+def test_nvcc_version_alone_does_not_mean_no_toolkit():
+    text = (GPU / "h100" / "collect_env.txt").read_text()
+    snap = snapshot_from_dump(text)
+    snap["packages"]["deepspeed"] = {"version": "0.15.1"}
+    assert "CUDA_HOME_MISSING_DEEPSPEED" not in {f.code for f in run_checks(snap)}

@@ -9,6 +9,7 @@ of a fault that is not there.
 from __future__ import annotations
 
 import copy
+import json
 from pathlib import Path
 from typing import Any
 
@@ -140,3 +141,29 @@ def test_forgetting_any_fact_adds_no_finding(case):
             continue
         after = {(f.code, f.severity) for f in run_checks(_without(snap, path))}
         assert after <= before, f"forgetting {path} added {after - before}"
+
+
+# The same audit on the richest probe snapshot (every section, a plan): each deletion whose
+# new finding is not "unknown read as false" is listed with the reason.
+UNDERSTOOD = {
+    # A process without its name is no longer a vLLM orphan: the generic finding replaces it.
+    ("gpus", 0, "processes", 0, "name"): {"GPU_BUSY_OTHER_PROCESSES"},
+    # flash_attn's own failure unknown: flash_attn_2_cuda's (also failing) import speaks.
+    ("imports", "flash_attn", "error"): {"FA_REQUESTED_NOT_INSTALLED"},
+    ("imports", "flash_attn", "ok"): {"FA_REQUESTED_NOT_INSTALLED"},
+    # The severity depends on whether the plan asks FA2: without it, a warning not an error.
+    ("plan", "attn_implementation"): {"FA_TORCH_ABI_UNDEFINED_SYMBOL"},
+    # A plan field left out means the library's default (TRL's 0.9), which is known.
+    ("plan", "vllm_gpu_memory_utilization"): {"VLLM_KV_CACHE_NO_MEMORY"},
+}
+
+
+def test_forgetting_a_probed_fact_adds_only_understood_findings():
+    golden = FIXTURES / "golden" / "broken.report.json"
+    snap = json.loads(golden.read_text())["snapshot"]
+    snap["plan"] = json.loads((FIXTURES / "snapshots" / "plan_incident.json").read_text())
+    before = {(f.code, f.severity) for f in run_checks(snap)}
+    skip = {"schema", "created", "tool_version", "probes_seconds"}
+    for path in _leaves({k: v for k, v in snap.items() if k not in skip}):
+        added = {f for f in run_checks(_without(snap, path)) if (f.code, f.severity) not in before}
+        assert {f.code for f in added} <= UNDERSTOOD.get(path, set()), f"forgetting {path}"
