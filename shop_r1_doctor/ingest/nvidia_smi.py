@@ -115,6 +115,7 @@ def _name(name: str) -> str:
 def _query(lines: list[Line], out: Partial, where: str) -> None:
     """`nvidia-smi -q`: `Key : value` lines; `Product Name` starts each GPU."""
     gpus: list[dict[str, Any]] = []
+    attached: int | None = None
     block = ""  # the last header line without a colon: `FB Memory Usage`, `BAR1 ...`
     for line in lines:
         kv = _Q_KEY.match(line.text)
@@ -130,6 +131,8 @@ def _query(lines: list[Line], out: Partial, where: str) -> None:
             if value.upper() != "N/A":
                 out.section("driver")["cuda_version"] = version_or_error(value, key, where, line)
             out.lines.append(line.number)
+        elif key == "Attached GPUs" and value.isdigit():
+            attached = int(value)
         elif key == "Product Name":
             gpus.append({"index": len(gpus), "name": value})
             out.lines.append(line.number)
@@ -139,6 +142,9 @@ def _query(lines: list[Line], out: Partial, where: str) -> None:
                 field = "memory_total_bytes" if key == "Total" else "memory_used_bytes"
                 gpus[-1][field] = int(m.group(1)) * MIB
                 out.lines.append(line.number)
+    if attached is not None and attached != len(gpus):
+        for gpu in gpus:  # `-q -i N` shows one GPU of several: its index is not its order
+            del gpu["index"]
     if gpus and "driver" in out.facts:  # `Product Name` alone is not enough to be nvidia-smi
         out.facts["gpus"] = gpus
 

@@ -21,8 +21,12 @@ _ROW = re.compile(rf"^(?P<name>{_NAME})\s+(?P<version>\d[^\s]*)(?:\s+(?P<rest>.*
 _CONDA_NAMES = {"pytorch": "torch"}
 # A conda build string (`pypi_0`, `py312h2bbff1b_0`, `h5eee18b_6`, `0`): rows that carry
 # one are conda's even when the `# Name Version Build` header was not pasted.
-_CONDA_BUILD = re.compile(r"^(?:pypi_0|py\w+|h[0-9a-f]{7}_\d+|[0-9a-z_]*_\d+|\d+)$")
+_CONDA_BUILD = re.compile(r"^(?:pypi_0|<pip>|py\w+|h[0-9a-f]{7}_\d+|[0-9a-z_]*_\d+|\d+)$")
 HEADLESS_CONDA_ROWS = 3  # this many such rows in a paste make it a conda listing
+# `pip list` rows without the `Package Version` header: exactly two columns, the second a
+# version, aligned by two or more spaces.
+_PIP_ROW = re.compile(rf"^(?P<name>{_NAME})\s{{2,}}(?P<version>\d[^\s]*)$")
+HEADLESS_PIP_ROWS = 5
 
 
 def parse(lines: list[Line], where: str) -> Partial | None:
@@ -30,6 +34,8 @@ def parse(lines: list[Line], where: str) -> Partial | None:
     mode: str | None = None  # "pip" after a `pip list` header, "conda" after conda's
     if _headless_conda(lines):
         mode = "conda"
+    elif sum(bool(_PIP_ROW.match(ln.text.strip())) for ln in lines) >= HEADLESS_PIP_ROWS:
+        mode = "pip-rows-headless"
     for line in lines:
         text = line.text.strip()
         if not text:
@@ -55,6 +61,11 @@ def parse(lines: list[Line], where: str) -> Partial | None:
         direct = _DIRECT.match(text)
         if direct:
             out.package(direct.group("name"), None, line.number)  # a wheel or checkout: no version
+            continue
+        if mode == "pip-rows-headless":
+            pip_row = _PIP_ROW.match(text)
+            if pip_row:
+                out.package(pip_row.group("name"), pip_row.group("version"), line.number)
             continue
         row = _ROW.match(text) if mode in ("pip-rows", "conda") else None
         if row:

@@ -207,3 +207,14 @@ def test_nvcc_version_alone_does_not_mean_no_toolkit():
     snap = snapshot_from_dump(text)
     snap["packages"]["deepspeed"] = {"version": "0.15.1"}
     assert "CUDA_HOME_MISSING_DEEPSPEED" not in {f.code for f in run_checks(snap)}
+
+
+def test_smi_q_of_one_gpu_among_several_gives_no_index():
+    text = (
+        Path(__file__).resolve().parents[1]
+        / "fixtures"
+        / "real_dumps"
+        / "gputil-38-nvidia-smi-q-windows.txt"
+    ).read_text()
+    [gpu] = snapshot_from_dump(text)["gpus"]  # `nvidia-smi -q -i 0` on a 4-GPU machine
+    assert gpu == {"name": "GeForce GTX 1080 Ti", "compute_capability": "6.1"}

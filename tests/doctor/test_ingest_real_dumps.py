@@ -33,9 +33,9 @@ def _diagnose(text: str, name: str) -> tuple[dict[str, Any], list[Any]]:
 
 def test_corpus_size_is_what_the_docs_claim():
     # Quoted in docs/doctor.md: keep in step.
-    assert len(CASES) == 39
+    assert len(CASES) == 48
     assert sum(bool(c.get("expect")) for c in CASES) == 8
-    assert sum(bool(c.get("healthy")) for c in CASES) == 30
+    assert sum(bool(c.get("healthy")) for c in CASES) == 39
     assert {p.name for p in REAL.glob("*.txt")} == {c["file"] for c in CASES}
 
 
