@@ -42,12 +42,18 @@ def torch_cpu_only(facts: Facts) -> Iterator[Finding]:
     tv = torch_version(facts)
     cc = min((c for c in (gpu_cc(g) for g in facts.gpus) if c), default=(8, 0))
     index = _index_for(cc)
+    # Keep the user's version only where the index has it (an old or unknown release,
+    # e.g. torch 1.3.1 from a pasted dump, is on no current index: drop the pin).
+    release = load_compat().torch_release(tv) if tv else None
+    if release is not None and index not in release.variants:
+        index = release.default
+    pin = f"=={tv.public}" if tv and release is not None else ""
     yield finding(
         "TORCH_CPU_ONLY_BUILD",
         f"torch {tv} is a CPU-only build but {gpu_name(facts.gpus[0])} is present",
         detail="Training would run on the CPU (or fail with 'Torch not compiled with CUDA "
         "enabled'). A `pip install` of another package may have swapped the CUDA wheel.",
-        fix=f"pip install --force-reinstall torch=={tv.public if tv else ''} "
+        fix=f"pip install --force-reinstall torch{pin} "
         f"--index-url https://download.pytorch.org/whl/{index}",
     )
 

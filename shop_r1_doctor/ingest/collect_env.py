@@ -35,18 +35,19 @@ _DRIVER_TOO_OLD = re.compile(
 )
 # A conda package name that is another pip distribution's name.
 _CONDA_NAMES = {"pytorch": "torch"}
-# Keys that prove the text is collect_env's (the first one alone is enough).
-_SIGNATURE = ("PyTorch version", "Is debug build", "CUDA used to build PyTorch")
-# vLLM's `Environment Variables` block lists only names with these prefixes, so a
-# name missing from it is unknown, not unset (the snapshot marks the env as partial).
-ENV_SECTION_HEADERS = ("Environment Variables",)
+# Keys only collect_env prints (`PyTorch version:` alone is also the `- Key: value` reports').
+_SIGNATURE = frozenset({"Is debug build", "CUDA used to build PyTorch", "vLLM Version"})
+# vLLM's `Environment Variables` block (`Environment Variables:` or a `===` banner). It
+# lists only names with some prefixes: a name missing from it is unknown, not unset, which
+# the checks know from the snapshot's `source` (see `checks._base.env_set`).
+_ENV_HEADER = re.compile(r"^=*\s*Environment Variables:?\s*=*$")
 
 
 def parse(lines: list[Line], where: str) -> Partial | None:
     texts = [ln.text.strip() for ln in lines]
     keys = {m.group("key").strip() for m in map(_KEY_VALUE.match, texts) if m}
     listed = any(_PIP.match(t) for t in texts)  # only the `[pip3]` tail was pasted
-    if not keys.intersection(_SIGNATURE[1:]) and "vLLM Version" not in keys and not listed:
+    if not keys & _SIGNATURE and not listed:
         return None
     out = Partial("collect_env")
     in_gpus = in_env = False
@@ -70,6 +71,7 @@ def parse(lines: list[Line], where: str) -> Partial | None:
             continue
         conda = _CONDA.match(text)
         if conda:
+            # `[conda] Could not collect` is no package called "Could".
             if not is_unknown(conda.group("version")) and conda.group("name") != "Could":
                 name = _CONDA_NAMES.get(conda.group("name"), conda.group("name"))
                 if name not in out.facts.get("packages", {}):  # [pip3] is exact, conda second
@@ -77,16 +79,13 @@ def parse(lines: list[Line], where: str) -> Partial | None:
                     out.package(name, conda.group("version"), line.number)
             continue
         if in_env:
-            env = _ENV.match(text.strip())
+            env = _ENV.match(text)
             if env:
                 out.section("env")[env.group("name")] = env.group("value")
                 out.lines.append(line.number)
                 continue
             in_env = False
-        if (
-            text.strip().strip("=").strip() in ENV_SECTION_HEADERS
-            or text.strip() == "Environment Variables:"
-        ):
+        if _ENV_HEADER.match(text):
             in_env = True
             continue
         bare = _BARE_TORCH.match(text)
@@ -134,7 +133,7 @@ def _key(out: Partial, key: str, value: str, line: Line, where: str) -> bool:
         if gpu:
             _gpu(out, gpu.group("index"), gpu.group("name"), line)
         return True
-    key = {"Os": "OS", "Version of relevant libraries": ""}.get(key, key)
+    key = "OS" if key == "Os" else key  # collect_env of 2019 wrote `Os:`
     if key == "CUDA used to build PyTorch" and (is_unknown(value) or value == "None"):
         out.facts.setdefault("torch", {})["_cuda_text"] = value
         out.lines.append(line.number)

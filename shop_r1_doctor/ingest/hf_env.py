@@ -65,7 +65,6 @@ _TORCH_KEYS = (
 _GPU_KEYS = ("gpu type", "gpu model", "cuda device", "cuda device(s)", "gpu", "gpus")
 # vLLM's collect-env also prints `vLLM Version:`; that alone is collect_env's, not a report.
 _REPORT_KEYS = frozenset(_PACKAGE_KEYS) - {"vllm version"}
-_SIGNATURE = ("platform", "python version", *_PACKAGE_KEYS, *_TORCH_KEYS)
 
 
 def parse(lines: list[Line], where: str) -> Partial | None:
@@ -94,10 +93,8 @@ def parse(lines: list[Line], where: str) -> Partial | None:
             if host:
                 out.section("host").update(host)
                 out.lines.append(line.number)
-        elif key == "python version" and re.match(r"\d+\.\d+", value):
-            m2 = re.match(r"(\d+\.\d+(?:\.\d+)?)", value)
-            assert m2 is not None
-            out.section("host").setdefault("python", {})["version"] = m2.group(1)
+        elif key == "python version" and (py := re.match(r"\d+\.\d+(?:\.\d+)?", value)):
+            out.section("host").setdefault("python", {})["version"] = py.group(0)
             out.lines.append(line.number)
     # A report names its tool's packages: `Platform:` and `Python version:` lines alone
     # (collect_env has them too) or one stray line in prose are not one.

@@ -218,3 +218,36 @@ def test_smi_q_of_one_gpu_among_several_gives_no_index():
     ).read_text()
     [gpu] = snapshot_from_dump(text)["gpus"]  # `nvidia-smi -q -i 0` on a 4-GPU machine
     assert gpu == {"name": "GeForce GTX 1080 Ti", "compute_capability": "6.1"}
+
+
+@pytest.mark.parametrize(
+    ("dump", "fix"),
+    [
+        # torch 1.3.1 is on no current index: no pin.
+        (
+            "pytorch-44303-rtx2080ti-cpu-build.txt",
+            "pip install --force-reinstall torch --index-url https://download.pytorch.org/whl/cu130",
+        ),
+        # torch 2.2.2 predates the table (2.4+): no pin either.
+        (
+            "pytorch-122924-windows-cpu-wheel.txt",
+            "pip install --force-reinstall torch --index-url https://download.pytorch.org/whl/cu130",
+        ),
+    ],
+)
+def test_cpu_build_fix_never_pins_a_version_the_index_lacks(dump, fix):
+    text = (Path(__file__).resolve().parents[1] / "fixtures" / "real_dumps" / dump).read_text()
+    [found] = [f for f in run_checks(snapshot_from_dump(text)) if f.code == "TORCH_CPU_ONLY_BUILD"]
+    assert found.fix == fix
+
+
+def test_cpu_build_fix_pins_a_release_on_an_index_that_has_it():
+    snap = snapshot_from_dump(
+        "PyTorch version: 2.5.1+cpu\nIs debug build: False\nGPU 0: NVIDIA GeForce RTX 4090\n"
+    )
+    [found] = [f for f in run_checks(snap) if f.code == "TORCH_CPU_ONLY_BUILD"]
+    # 2.5 ships cu118/cu121/cu124 (knowledge/compat.yaml): its default, not cu130.
+    assert (
+        found.fix
+        == "pip install --force-reinstall torch==2.5.1 --index-url https://download.pytorch.org/whl/cu124"
+    )
