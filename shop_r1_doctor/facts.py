@@ -46,6 +46,12 @@ class Facts:
         return name in self.raw
 
     @property
+    def from_dump(self) -> bool:
+        """Facts parsed from a pasted dump (`doctor --from`): each section may be partial."""
+        source = self.raw.get("source")
+        return isinstance(source, dict) and source.get("kind") == "dump"
+
+    @property
     def host(self) -> dict[str, Any]:
         return self.section("host")
 

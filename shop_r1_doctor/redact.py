@@ -9,9 +9,13 @@ Layers, applied in this order by `redact_text` (each one idempotent):
 2. `Authorization:` headers and `Bearer X`;
 3. credentials inside URLs (`https://user:pass@host`, `https://TOKEN@host`);
 4. values named by a secret-looking name (`--api-key X`, `token=X`, `"password": "X"`);
-5. long hex/base64 runs on a line that mentions key/token/secret/wandb words;
-6. the home directory (`~`) and other users' names inside home paths (`<user>`);
-7. with `hosts=True`: IP addresses and this machine's hostname.
+5. a value right after a secret word (`API key: X`, `token X`, `login X`), whatever its
+   shape, once it is not a plain word (`the token is invalid` stays);
+6. long hex/base64 runs on a line that mentions key/token/secret/wandb words.
+   Layers 5 and 6 keep a hash in its own context: the nearest context word before it is
+   `commit`, `sha`, `revision`, `git`, ... or it follows `@` (`verl@<commit>`);
+7. the home directory (`~`) and other users' names inside home paths (`<user>`);
+8. with `hosts=True`: IP addresses and this machine's hostname.
 """
 
 from __future__ import annotations
@@ -156,11 +160,33 @@ _LONG_RUN = re.compile(
 )
 _KEY_WORD = re.compile(
     r"(?<![A-Za-z])(?:api[ _-]?keys?|keys?|tokens?|secrets?|passwords?|passwd|"
-    r"credentials?|wandb|bearer|auth)(?![a-z])",
+    r"credentials?|wandb|bearer|auth|login)(?![a-z])",
     re.I,
 )
 
-# 6. Home directories of any user, on Linux, macOS, Windows, Git Bash and WSL.
+# 5. A value right after a secret word. Only a word boundary on both sides: `pad_token`,
+# `Tokens per second`, `KeyError` and `tokenizer` are other things.
+_SECRET_WORD = (
+    r"(?:api[ _-]?key|access[ _-]?key|key|token|secret|password|passwd|auth|bearer|login)"
+)
+_AFTER_WORD = re.compile(
+    rf"(?P<head>(?<![\w-]){_SECRET_WORD}(?![\w-])(?:[ \t]+(?:is|was|are))?[\"']?[ \t]*[:=]?[ \t]*)"
+    r"(?![:=])(?P<value>\\?[\"'`]?[^\s\"'`,;()<>{}\[\]]+[\"'`]?)",
+    re.I,
+)
+# A plain word, a number or version, a path or URL, an identifier in snake_case, an
+# option: none of them is a credential (`token is invalid`, `key 2`, `auth login`).
+_PLAIN_VALUE = re.compile(
+    r"(?:[A-Za-z]+|[\d.]+|[\w.+-]*[/\\][^\s]*|[a-z][a-z0-9]*(?:_[a-z0-9]+)+|-.*|\$.*|<.*)"
+)
+# Words that say what a hex/base64 run is when they come closer before it than any secret
+# word does: a commit, a content hash, a git object.
+_HASH_WORD = re.compile(
+    r"(?<![A-Za-z])(?:commit|sha(?:1|256|512)?|revision|rev|git|hash|digest|checkout|tree|blob)(?![a-z])",
+    re.I,
+)
+
+# 7. Home directories of any user, on Linux, macOS, Windows, Git Bash and WSL.
 _USER_HOME = re.compile(
     r"(?P<base>/home/|/Users/|[A-Za-z]:[\\/]+Users[\\/]+|/[a-z]/Users/|/mnt/[a-z]/Users/)"
     r"(?P<user>[^\\/\s\"'<>:]+)",
@@ -168,7 +194,7 @@ _USER_HOME = re.compile(
 )
 _SHARED_HOMES = frozenset({"public", "default", "all users", "shared", "<user>"})
 
-# 7. IPv4 (loopback and the bind-all address stay: they explain connection failures).
+# 8. IPv4 (loopback and the bind-all address stay: they explain connection failures).
 _IPV4 = re.compile(r"(?<![\w.<>~!+-])(?:\d{1,3}\.){3}\d{1,3}(?![\w.+]|\.\d)")
 _KEEP_IPS = frozenset({"0.0.0.0", "255.255.255.255"})
 
@@ -205,12 +231,46 @@ def _looks_random(run: str) -> bool:
     return classes == 3 and "//" not in run
 
 
+def _in_hash_context(text: str, start: int) -> bool:
+    """Is the value at `start` a hash by its context: `@` before it, or a hash word nearer
+    before it (within 60 characters) than any secret word?"""
+    if text[max(0, start - 1) : start] == "@":
+        return True
+    window = text[max(0, start - 60) : start]
+    hashes = [m.end() for m in _HASH_WORD.finditer(window)]
+    secrets = [m.end() for m in _KEY_WORD.finditer(window)]
+    secrets += [m.end() for m in re.finditer(r"(?<![A-Za-z])login(?![a-z])", window, re.I)]
+    return bool(hashes) and (not secrets or max(hashes) > max(secrets))
+
+
+def _redact_after_word(match: re.Match[str]) -> str:
+    value = match.group("value")
+    bare = value.strip("\\\"'`").rstrip(".:!?")  # prose punctuation ends a word
+    if (
+        not bare
+        or REDACTED in bare
+        or _PLAIN_VALUE.fullmatch(bare)
+        or _SAFE_VALUE.fullmatch(bare)
+        or _in_hash_context(match.string, match.start("value"))
+    ):
+        return match.group(0)
+    opening = value[: len(value) - len(value.lstrip("\\\"'`"))]
+    closing = value[len(value.rstrip("\"'`")) :]
+    return f"{match.group('head')}{opening}{REDACTED}{closing}"
+
+
 def _redact_long_runs(text: str) -> str:
     out = []
     for line in text.splitlines(keepends=True):
         if _KEY_WORD.search(line) and _LONG_RUN.search(line):
             line = _LONG_RUN.sub(
-                lambda m: REDACTED if _near_key_word(m) and _looks_random(m.group(0)) else m[0],
+                lambda m: (
+                    REDACTED
+                    if _near_key_word(m)
+                    and _looks_random(m.group(0))
+                    and not _in_hash_context(m.string, m.start())
+                    else m[0]
+                ),
                 line,
             )
         out.append(line)
@@ -232,6 +292,8 @@ def redact_text(text: str, home: str | None = None, hosts: bool = False) -> str:
     text = _AUTH_HEADER.sub(_keep_head, text)
     text = _BEARER.sub(_keep_head, text)
     text = _URL_USERINFO.sub(_redact_userinfo, text)
+    # Before layer 4: `credentials: password was X` must not lose its `password` word first.
+    text = _AFTER_WORD.sub(_redact_after_word, text)
     text = _NAMED_VALUE.sub(_redact_named, text)
     text = _OPTION_VALUE.sub(_redact_named, text)
     text = _redact_long_runs(text)

@@ -215,4 +215,6 @@ def env_set(facts: Facts, name: str) -> bool | None:
     """True/False when the env section was collected (allowlisted names), else None."""
     if not facts.known("env"):
         return None
+    if facts.env_value(name) is None and facts.from_dump:
+        return None  # a dump lists some variables (vLLM's by prefix): the others are unknown
     return facts.env_value(name) is not None

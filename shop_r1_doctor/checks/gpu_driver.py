@@ -36,8 +36,8 @@ def _driver(facts: Facts) -> tuple[Version | None, Version | None]:
 
 def driver_vs_cuda_build(facts: Facts) -> Iterator[Finding]:
     driver, driver_cuda = _driver(facts)
-    if driver is None or driver_cuda is None:
-        return
+    if driver_cuda is None:
+        return  # a driver's CUDA can be known without its version (torch's warning names it)
     compat = load_compat()
     os_name = facts.os or "linux"
     in_container = facts.container is not None
@@ -51,11 +51,13 @@ def driver_vs_cuda_build(facts: Facts) -> Iterator[Finding]:
             continue
         need = compat.driver_min_for(cuda, os_name)
         floor = compat.minor_compat_floor(cuda.major)
+        # A driver that supports CUDA N.x is at least that major's first driver, which is
+        # the minor-compatibility floor: its version is not needed to decide this.
         within_minor = (
             cuda.major == driver_cuda.major
             and floor is not None
             and os_name == "linux"
-            and driver >= floor.linux
+            and (driver is None or driver >= floor.linux)
         )
         need_text = ""
         if need is not None:
@@ -64,7 +66,8 @@ def driver_vs_cuda_build(facts: Facts) -> Iterator[Finding]:
                 f"; CUDA {cuda.major}.{cuda.minor} needs driver >= {minimum} ({need.source})"
             )
         code = "CONTAINER_CUDA_GT_HOST_DRIVER" if in_container else "DRIVER_TOO_OLD_FOR_TORCH_CUDA"
-        title = f"{what} needs CUDA {cuda.major}.{cuda.minor}; driver {facts.driver.get('version')} supports CUDA {driver_cuda}"
+        named = f"driver {driver}" if driver is not None else "the driver"
+        title = f"{what} needs CUDA {cuda.major}.{cuda.minor}; {named} supports CUDA {driver_cuda}"
         if within_minor and floor is not None:
             yield finding(
                 code,
@@ -155,6 +158,8 @@ def visible_devices(facts: Facts) -> Iterator[Finding]:
     cvd = facts.env_value("CUDA_VISIBLE_DEVICES")
     if cvd is None or not facts.gpus:
         return
+    if not all(isinstance(g.get("index"), int) for g in facts.gpus):
+        return  # GPUs named without their indices (an env report's `GPU type`): cannot tell
     items = [x.strip() for x in cvd.split(",") if x.strip()]
     numeric = [int(x) for x in items if x.lstrip("-").isdigit()]
     indices = {g.get("index") for g in facts.gpus}

@@ -9,6 +9,7 @@ from packaging.version import Version
 
 from shop_r1_doctor.checks._base import (
     GIB,
+    env_set,
     finding,
     gpu_names,
     packages,
@@ -120,8 +121,9 @@ def no_p2p(name: object) -> bool:
 def consumer_p2p(facts: Facts) -> Iterator[Finding]:
     # knowledge/gpus.yaml: `p2p: false` marks the cards whose PCIe P2P path hangs NCCL
     gpus = [g for g in visible_gpus(facts) if no_p2p(g.get("name"))]
-    if len(gpus) < 2 or not facts.known("env") or facts.env_value("NCCL_P2P_DISABLE") is not None:
-        return  # an unknown environment may well set NCCL_P2P_DISABLE
+    # Unset must be known: a dump that lists no environment says nothing about it.
+    if len(gpus) < 2 or env_set(facts, "NCCL_P2P_DISABLE") is not False:
+        return
     if facts.plan and world_size(facts) < 2:
         return
     yield finding(

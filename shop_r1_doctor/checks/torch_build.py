@@ -20,6 +20,7 @@ from shop_r1_doctor.checks._base import (
     torch_version,
     uses_vllm,
 )
+from shop_r1_doctor.checks.gpu_driver import driver_vs_cuda_build
 from shop_r1_doctor.facts import Facts, parse_version
 from shop_r1_doctor.findings import Finding
 from shop_r1_doctor.hardware import archs_with_ptx, parse_arch_list
@@ -41,12 +42,18 @@ def torch_cpu_only(facts: Facts) -> Iterator[Finding]:
     tv = torch_version(facts)
     cc = min((c for c in (gpu_cc(g) for g in facts.gpus) if c), default=(8, 0))
     index = _index_for(cc)
+    # Keep the user's version only where the index has it (an old or unknown release,
+    # e.g. torch 1.3.1 from a pasted dump, is on no current index: drop the pin).
+    release = load_compat().torch_release(tv) if tv else None
+    if release is not None and index not in release.variants:
+        index = release.default
+    pin = f"=={tv.public}" if tv and release is not None else ""
     yield finding(
         "TORCH_CPU_ONLY_BUILD",
         f"torch {tv} is a CPU-only build but {gpu_name(facts.gpus[0])} is present",
         detail="Training would run on the CPU (or fail with 'Torch not compiled with CUDA "
         "enabled'). A `pip install` of another package may have swapped the CUDA wheel.",
-        fix=f"pip install --force-reinstall torch=={tv.public if tv else ''} "
+        fix=f"pip install --force-reinstall torch{pin} "
         f"--index-url https://download.pytorch.org/whl/{index}",
     )
 
@@ -128,6 +135,8 @@ def torch_cuda_unavailable(facts: Facts) -> Iterator[Finding]:
         return
     if facts.env_value("CUDA_VISIBLE_DEVICES") is not None:
         return  # visible_devices / WSL checks explain it
+    if any(driver_vs_cuda_build(facts)):
+        return  # a driver too old for this build explains it (that finding says so)
     err = t.get("error") if isinstance(t.get("error"), str) else ""
     yield finding(
         "TORCH_CUDA_UNAVAILABLE",
@@ -175,7 +184,16 @@ def cuda_toolkit(facts: Facts) -> Iterator[Finding]:
             f"{len(on_path)} nvcc on PATH; builds use {on_path[0]}",
             detail="\n".join(on_path),
         )
-    no_toolkit = not tk.get("cuda_home") and not tk.get("nvcc") and not on_path
+    # Absent only when the probe looked for both (a dump naming nvcc's version alone is
+    # no evidence that CUDA_HOME is unset).
+    no_toolkit = (
+        "cuda_home" in tk
+        and "nvcc" in tk
+        and not tk.get("cuda_home")
+        and not tk.get("nvcc")
+        and not on_path
+        and nvcc_v is None
+    )
     if pkg_installed(facts, "deepspeed") is True and "cuda_toolkit" in facts.raw and no_toolkit:
         yield finding(
             "CUDA_HOME_MISSING_DEEPSPEED",

@@ -17,6 +17,7 @@ def run_doctor(
     as_json: bool = False,
     save: Path | None = None,
     snapshot_file: Path | None = None,
+    dump_file: str | None = None,
     plan_file: Path | None = None,
     fast: bool = False,
     verbose: bool = False,
@@ -31,8 +32,16 @@ def run_doctor(
         from shop_r1_doctor.plan import load_plan  # yaml: only when a plan is given
 
         plan = load_plan(plan_file)
+    if snapshot_file is not None and dump_file is not None:
+        from shop_r1_doctor.errors import ToolError
+
+        raise ToolError("--snapshot and --from both name the facts to check: give one")
     if snapshot_file is not None:
         snapshot = load_snapshot(snapshot_file)
+    elif dump_file is not None:
+        from shop_r1_doctor.ingest import read_dump, snapshot_from_dump
+
+        snapshot = snapshot_from_dump(*read_dump(dump_file))
     else:
         from shop_r1_doctor.probes.collect import ProbeDeps, collect_snapshot
 
@@ -84,6 +93,14 @@ def register(app: typer.Typer) -> None:
         snapshot: Path | None = typer.Option(
             None, "--snapshot", help="Check a saved snapshot instead of probing.", metavar="FILE"
         ),
+        dump: str | None = typer.Option(
+            None,
+            "--from",
+            help="Check a pasted environment dump (collect_env, vllm collect-env, trl/"
+            "transformers/accelerate env, nvidia-smi, pip list; FILE or - for stdin). "
+            "What it does not say stays unknown.",
+            metavar="FILE",
+        ),
         plan: Path | None = typer.Option(
             None,
             "--plan",
@@ -108,6 +125,7 @@ def register(app: typer.Typer) -> None:
                 as_json=as_json,
                 save=save,
                 snapshot_file=snapshot,
+                dump_file=dump,
                 plan_file=plan,
                 fast=fast,
                 verbose=verbose,

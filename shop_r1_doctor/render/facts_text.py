@@ -78,14 +78,16 @@ def gpu_headline(snap: dict[str, Any]) -> str:
     elif driver.get("error"):
         drv = f"driver error: {driver['error']}"
     if not isinstance(gpus, list):
-        return "GPUs: unknown"
+        return "GPUs: unknown" + (f", {drv}" if drv else "")
     if not gpus:
         return "GPUs: no NVIDIA GPU found" + (f", {drv}" if drv else "")
     names: dict[str, int] = {}
     for g in gpus:
         if isinstance(g, dict):
             cc = f"cc {g['compute_capability']}, " if g.get("compute_capability") else ""
-            label = f"{g.get('name', '?')} ({cc}{_gib(g.get('memory_total_bytes'))})"
+            size = g.get("memory_total_bytes")
+            inner = f"{cc}{_gib(size)}" if size is not None else cc.rstrip(", ")
+            label = f"{g.get('name', '?')}" + (f" ({inner})" if inner else "")
             names[label] = names.get(label, 0) + 1
     listed = ", ".join(f"{n}x {label}" for label, n in names.items())
     return f"GPUs: {_join(listed, drv)}"
@@ -119,6 +121,8 @@ def toolkit_headline(snap: dict[str, Any]) -> str:
     tk = _d(snap, "cuda_toolkit")
     if "cuda_toolkit" not in snap:
         return "CUDA toolkit: unknown"
+    if not tk.get("nvcc") and tk.get("nvcc_version"):
+        return f"CUDA toolkit: nvcc {tk['nvcc_version']}"  # a dump names the version only
     if not tk.get("nvcc"):
         return "CUDA toolkit: no nvcc (only needed to build CUDA extensions)"
     version = tk.get("nvcc_version") or "?"
@@ -147,6 +151,11 @@ def _probe_note(snap: dict[str, Any], name: str) -> str:
 
 
 def torch_headline(snap: dict[str, Any]) -> str:
+    listed = _installed(snap).get("torch")
+    if "torch" not in snap and _from_dump(snap):
+        if listed and listed.get("version"):
+            return f"PyTorch {listed['version']}: build unknown (only a package list names it)"
+        return "PyTorch: unknown"
     if "torch" not in snap:
         note = _probe_note(snap, "torch")
         return f"PyTorch: not probed{': ' + note if note else ''}"
@@ -159,7 +168,9 @@ def torch_headline(snap: dict[str, Any]) -> str:
         return f"PyTorch: {t['error']}"
     count = t.get("device_count")
     return f"PyTorch {t.get('version', '?')}: " + _join(
-        f"CUDA {t['cuda']}" if t.get("cuda") else "CPU-only build",
+        f"CUDA {t['cuda']}"
+        if t.get("cuda")
+        else ("CPU-only build" if "cuda" in t else "CUDA build unknown"),
         f"{count} GPU{'s' if count != 1 else ''} visible"
         if isinstance(count, int) and t.get("cuda")
         else "",
@@ -187,7 +198,13 @@ def packages_headline(snap: dict[str, Any]) -> str:
         return "Packages: unknown"
     pk = _installed(snap)
     listed = [f"{n} {pk[n].get('version')}" for n in KEY_PACKAGES if n in pk]
+    if not listed and _from_dump(snap):
+        return "Packages: none of the training stack listed"  # a listing may be partial
     return "Packages: " + (", ".join(listed) if listed else "none of the training stack installed")
+
+
+def _from_dump(snap: dict[str, Any]) -> bool:
+    return _d(snap, "source").get("kind") == "dump"
 
 
 def packages_facts(snap: dict[str, Any]) -> list[str]:

@@ -173,11 +173,13 @@ def render_terminal(
             continue
         if group.key == "profile" and not findings and not diagnosis.profile:
             continue
+        headline = _profile_headline(diagnosis) if group.key == "profile" else group.headline(snap)
         state = _state(findings, states)
+        if state == "ok" and ": unknown" in headline:
+            state = "skipped"  # a dump that does not say: nothing was checked here
         mark = getattr(sym, state)
         if color:
             mark = f"\x1b[{COLORS[state]}m{mark}\x1b[0m"
-        headline = _profile_headline(diagnosis) if group.key == "profile" else group.headline(snap)
         out.append(f"{mark} {headline}")
         if verbose:
             out += [f"    {sym.bullet} {line}" for line in group.facts(snap)]
@@ -208,9 +210,16 @@ def _profile_headline(diagnosis: Diagnosis) -> str:
 def summary_line(diagnosis: Diagnosis) -> str:
     s = diagnosis.summary
     profile = f" (profile: {diagnosis.profile})" if diagnosis.profile else ""
+    source = diagnosis.snapshot.get("source")
+    # A pasted dump says only part of the story: say so next to the verdict.
+    partial = (
+        f" Checked only what {source.get('file')} says."
+        if isinstance(source, dict) and source.get("kind") == "dump"
+        else ""
+    )
     if not s.errors and not s.warnings:
-        return f"Doctor summary{profile}: no issues found."
+        return f"Doctor summary{profile}: no issues found.{partial}"
     parts = [f"{s.errors} error{'s' if s.errors != 1 else ''}"]
     parts.append(f"{s.warnings} warning{'s' if s.warnings != 1 else ''}")
     tail = " Fix the errors before training." if s.errors else ""
-    return f"Doctor summary{profile}: {', '.join(parts)}.{tail}"
+    return f"Doctor summary{profile}: {', '.join(parts)}.{tail}{partial}"

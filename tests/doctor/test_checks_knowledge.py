@@ -46,7 +46,7 @@ def test_every_entry_names_its_source() -> None:
 @pytest.mark.parametrize(
     ("edit", "expected"),
     [
-        (('linux: "570.26"', 'linux: "five-seventy"'), "driver_min[4].linux: not a version"),
+        (('linux: "570.26"', 'linux: "five-seventy"'), "driver_min[19].linux: not a version"),
         (('vllm: ">=0.9.0,<0.10"', 'vllm: "~~0.9"'), "vllm_torch[3].vllm: not a version range"),
         (('archs: ["8.0", "9.0", "10.0", "12.0"]', 'archs: ["sm80"]'), "not a compute capability"),
         (("schema: shop-r1.compat/1", "schema: other/1"), "schema: expected 'shop-r1.compat/1'"),
@@ -72,7 +72,7 @@ def test_missing_source_is_named(tmp_path: Path) -> None:
     bad.write_text(
         text.replace(', source: "NVIDIA CUDA 13.1 release notes"', "", 1), encoding="utf-8"
     )
-    with pytest.raises(ToolError, match=r"driver_min\[7\]\.source: missing"):
+    with pytest.raises(ToolError, match=r"driver_min\[22\]\.source: missing"):
         load_compat_file(bad)
 
 

@@ -38,6 +38,23 @@ SECRETS: dict[str, str] = {
     "ps_key": "ps" + "Key" + "998877",
     "kwarg_token": "kw" + "Tok" + "en4455",
     "yaml_key": "yaml" + "Secret" + "77",
+    # Shapes with no row above, for the bare-prose rows below.
+    "google_oauth": "ya" + "29." + "A0Ar" * 6,
+    "slack_app": "xa" + "pp-1-" + "A0B1C2D3E4F5",
+    "slack_hook": "T0001/B0002/" + "XXyy" * 6,
+    "npm": "npm_" + "N0p" * 12,
+    "pypi": "pypi-" + "AgEIcHlwaS5vcmc" + "Q1w2" * 10,
+    "groq": "gsk_" + "G7q" * 14,
+    "replicate": "r8_" + "R8p" * 11,
+    "tavily": "tvly-" + "T4v" * 8,
+    "wandb_local": "local-" + "5e6f" * 10,
+    # Values of no particular shape after a secret word (issue 11): only layer 5 sees them.
+    "after_word": "s3cr3t" + "Value9",
+    "after_word_short": "abc123" + "XYZ789",
+    # Credentials only one layer sees: a short Basic credential (the header rule), a
+    # letters-only bearer token (the Bearer rule: layer 5 leaves plain words alone).
+    "basic": "dXNlcjpw" + "YXNz",
+    "bearer_letters": "Qwerty" + "Uiopas" + "dfgh",
 }
 S = SECRETS
 PEM = "-----BEGIN " + "RSA PRIVATE KEY-----\n" + S["pem_body"] + "\n-----END RSA PRIVATE KEY-----"
@@ -114,6 +131,48 @@ CASES: list[tuple[str, str]] = [
         + S["kwarg_token"],
     ),
     ("yaml_key", "wandb:\n  api_key: " + S["yaml_key"] + "\n  project: shop-r1"),
+    # A value after a secret word, whatever its shape (issue 11), 40-hex wandb keys included.
+    ("wandb", "login " + S["wandb"]),
+    ("wandb", "huggingface-cli login " + S["wandb"]),
+    ("wandb", "key=" + S["wandb"]),
+    ("wandb", "my key is " + S["wandb"]),
+    ("wandb", "auth " + S["wandb"]),
+    ("wandb", "api key ok; then token " + S["wandb"]),
+    ("bright_data", "secret " + S["bright_data"]),
+    ("after_word", "API key: " + S["after_word"]),
+    ("after_word", "password was " + S["after_word"]),
+    ("after_word_short", "token " + S["after_word_short"]),
+    ("after_word_short", "login: " + S["after_word_short"]),
+    ("basic", "Proxy-Authorization: Basic " + S["basic"]),
+    ("bearer_letters", "retrying with Bearer " + S["bearer_letters"]),
+]
+
+# One row per token shape (redact._TOKEN_SHAPES, the PEM block), in bare prose: no hint
+# word (key, token, secret, auth, login, wandb, bearer, password, ...) and no `name=`, so
+# only the shape's own rule can find it. Deleting any one rule leaves one of these.
+BARE: list[tuple[str, str]] = [
+    ("hf", "copied " + S["hf"] + " from the notes"),
+    ("hf_org", "found " + S["hf_org"] + " in the log"),
+    ("openai", "sent " + S["openai"] + " along"),
+    ("stripe", "charged with " + S["stripe"] + " today"),
+    ("github", "cloned using " + S["github"] + " yesterday"),
+    ("github_pat", "used " + S["github_pat"] + " once"),
+    ("gitlab", "tried " + S["gitlab"] + " twice"),
+    ("aws_id", "saw " + S["aws_id"] + " in the dump"),
+    ("google", "maps via " + S["google"] + " work"),
+    ("google_oauth", "got " + S["google_oauth"] + " back"),
+    ("slack", "bot " + S["slack"] + " joined"),
+    ("slack_app", "app " + S["slack_app"] + " joined"),
+    ("slack_hook", "posted to https://hooks.slack.com/services/" + S["slack_hook"] + " at noon"),
+    ("npm", "published by " + S["npm"] + " later"),
+    ("pypi", "uploaded with " + S["pypi"] + " later"),
+    ("groq", "called " + S["groq"] + " again"),
+    ("replicate", "ran " + S["replicate"] + " again"),
+    ("tavily", "searched via " + S["tavily"] + " again"),
+    ("wandb_local", "server said " + S["wandb_local"] + " first"),
+    ("telegram", "bot " + S["telegram"] + " started"),
+    ("jwt", "session " + S["jwt"] + " expired"),
+    ("pem_body", "attached below\n" + PEM + "\nend of file"),
 ]
 
 # (secret name, env var name, value): what an env probe sees.
@@ -141,6 +200,16 @@ ENV_CASES: list[tuple[str, str, str]] = [
 WHEEL_SHA = "e3b0c442" * 8
 COMMIT = "0c1d2e3f" * 5
 SURVIVORS: list[str] = [
+    # Hashes in their own context stay, even on a line that talks about keys or tokens.
+    "api key ok; checked out commit " + COMMIT,
+    "git checkout " + COMMIT + " before setting the token",
+    "token refreshed, sha: " + WHEEL_SHA,
+    "revision=" + COMMIT + " (the api_key is read from the env)",
+    "pip install verl@" + COMMIT + " with a token in the env",
+    "W&B API key is configured. Use `wandb login --relogin` to force relogin",
+    "sort key 2",
+    "missing key 'input_ids'",
+    "Login successful",
     "torch 2.11.0+cu130",
     "torch==2.7.1+cu128",
     "Successfully installed vllm-0.10.1.1 transformers-4.57.1",

@@ -2,10 +2,13 @@
 
 from __future__ import annotations
 
+import re
+
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
+from shop_r1_doctor import redact
 from shop_r1_doctor.redact import (
     REDACTED,
     is_secret_name,
@@ -14,13 +17,15 @@ from shop_r1_doctor.redact import (
     redact_hosts,
     redact_text,
 )
-from tests.report.secret_corpus import CASES, ENV_CASES, SECRETS, SURVIVORS
+from tests.report.secret_corpus import BARE, CASES, ENV_CASES, SECRETS, SURVIVORS
 
 
 def test_corpus_size_is_what_the_report_claims():
     # Quoted in docs/report.md and the closing note: keep them in step.
-    assert len(SECRETS) == 29
-    assert len(CASES) + len(ENV_CASES) == 78
+    assert len(SECRETS) == 42
+    assert len(CASES) + len(ENV_CASES) == 91
+    assert len(BARE) == 22
+    assert len(SURVIVORS) == 41
 
 
 @pytest.mark.parametrize(
@@ -112,3 +117,53 @@ def test_secret_is_removed_whatever_surrounds_it(text, before, after):
     for value in SECRETS.values():
         if value in text:
             assert value not in out
+
+
+# --- every rule is needed: delete one, and some planted row must leak -------------------
+
+NEVER = re.compile(r"(?!x)x")
+
+
+def _leaks() -> list[str]:
+    """Planted rows whose secret survives, and survivors that changed."""
+    rows = [(n, t) for n, t in CASES] + BARE
+    out = [t for n, t in rows if SECRETS[n] in redact.redact_text(t, home="/home/u")]
+    out += [name for n, name, v in ENV_CASES if SECRETS[n] in redact.redact_env({name: v})[name]]
+    out += [t for t in SURVIVORS if redact.redact_text(t, home="/home/nobody-here") != t]
+    return out
+
+
+def test_with_every_rule_nothing_leaks():
+    assert _leaks() == []
+
+
+@pytest.mark.parametrize("shape", redact._TOKEN_SHAPES)
+def test_each_token_shape_has_a_bare_row_only_it_catches(monkeypatch, shape):
+    others = [p for p in redact._TOKEN_SHAPES if p != shape]
+    monkeypatch.setattr(redact, "_TOKENS", re.compile("|".join(f"(?:{p})" for p in others)))
+    leaked = [t for n, t in BARE if SECRETS[n] in redact.redact_text(t, home="/home/u")]
+    assert leaked, f"deleting {shape!r} leaks no bare-prose row: the corpus cannot see it"
+
+
+# The other layers and guards, each replaced by a no-op (patterns that never match,
+# functions that change nothing / always say "no").
+LAYERS = {
+    "_PEM": NEVER,
+    "_AUTH_HEADER": NEVER,
+    "_BEARER": NEVER,
+    "_URL_USERINFO": NEVER,
+    "_NAMED_VALUE": NEVER,
+    "_OPTION_VALUE": NEVER,
+    "_AFTER_WORD": NEVER,
+    "_redact_long_runs": lambda text: text,
+    "_SAFE_VALUE": NEVER,
+    "_PLAIN_VALUE": NEVER,
+    "_in_hash_context": lambda text, start: False,
+    "is_secret_name": lambda name: False,
+}
+
+
+@pytest.mark.parametrize("layer", LAYERS)
+def test_each_layer_is_needed(monkeypatch, layer):
+    monkeypatch.setattr(redact, layer, LAYERS[layer])
+    assert _leaks(), f"the corpus passes without {layer}"
