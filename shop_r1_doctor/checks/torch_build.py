@@ -20,7 +20,6 @@ from shop_r1_doctor.checks._base import (
     torch_version,
     uses_vllm,
 )
-from shop_r1_doctor.checks.gpu_driver import driver_vs_cuda_build
 from shop_r1_doctor.facts import Facts, parse_version
 from shop_r1_doctor.findings import Finding
 from shop_r1_doctor.hardware import archs_with_ptx, parse_arch_list
@@ -135,8 +134,6 @@ def torch_cuda_unavailable(facts: Facts) -> Iterator[Finding]:
         return
     if facts.env_value("CUDA_VISIBLE_DEVICES") is not None:
         return  # visible_devices / WSL checks explain it
-    if any(driver_vs_cuda_build(facts)):
-        return  # a driver too old for this build explains it (that finding says so)
     err = t.get("error") if isinstance(t.get("error"), str) else ""
     yield finding(
         "TORCH_CUDA_UNAVAILABLE",

@@ -16,9 +16,9 @@ from pathlib import Path
 from typing import Any
 
 from shop_r1_doctor import __version__
+from shop_r1_doctor.hardware import gpu_info
 from shop_r1_doctor.ingest import collect_env, hf_env, nvidia_smi, pip_list
 from shop_r1_doctor.ingest._common import DumpError, Line, Partial, better_package, clean_lines
-from shop_r1_doctor.probes.gpu import cc_from_name
 from shop_r1_doctor.redact import redact_env, redact_home
 from shop_r1_doctor.snapshot import SNAPSHOT_SCHEMA
 
@@ -79,7 +79,8 @@ def snapshot_from_dump(text: str, where: str = "<dump>") -> dict[str, Any]:
     for part in parts:
         _merge(merged, part.facts)
     for gpu in merged.get("gpus") or []:
-        cc = cc_from_name(gpu.get("name") or "")
+        info = gpu_info(gpu.get("name") or "")
+        cc = f"{info.cc[0]}.{info.cc[1]}" if info else None
         if cc and "compute_capability" not in gpu:
             gpu["compute_capability"] = cc
     snapshot: dict[str, Any] = {
