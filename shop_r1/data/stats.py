@@ -24,6 +24,7 @@ def session_stats(
     context: str = "full",
     count_tokens: Callable[[Any], int] | None = None,
     sample: int | None = None,
+    on_prompt: Callable[[], None] | None = None,
 ) -> dict[str, Any]:
     """Action mix, steps per session, and prompt-length percentiles (system + user).
 
@@ -47,6 +48,8 @@ def session_stats(
         tokens.append(
             count(messages) if wants_messages else sum(count(m["content"]) for m in messages)
         )
+        if on_prompt:
+            on_prompt()
     empty = {"p50": 0, "p90": 0, "p95": 0, "p99": 0, "max": 0}
     return {
         "sessions": len(sessions),

@@ -6,16 +6,13 @@ inside the command function, so `shop-r1 --help` stays fast in any environment.
 
 from __future__ import annotations
 
-import os
-import sys
-
 import typer
 
 from shop_r1.commands import data, demo, score, train
 from shop_r1.commands import eval as eval_cmd
 from shop_r1_doctor import __version__
 from shop_r1_doctor.cli import build_image, doctor, launch, profiles, report, run
-from shop_r1_doctor.errors import ToolError
+from shop_r1_doctor.cli.output import ShopR1Group
 
 app = typer.Typer(
     name="shop-r1",
@@ -23,6 +20,8 @@ app = typer.Typer(
     no_args_is_help=True,
     add_completion=False,
     pretty_exceptions_enable=False,
+    cls=ShopR1Group,  # the error boundary: one line per failure, documented exit codes
+    context_settings={"help_option_names": ["-h", "--help"]},
 )
 
 doctor.register(app)
@@ -54,14 +53,8 @@ def _root(
 
 
 def main() -> None:
-    """Entry point: known failures become one line and exit 2 (SHOP_R1_DEBUG=1 for tracebacks)."""
-    try:
-        app()
-    except ToolError as exc:
-        if os.environ.get("SHOP_R1_DEBUG"):
-            raise
-        print(f"shop-r1: error: {exc}", file=sys.stderr)
-        sys.exit(exc.exit_code)
+    """Entry point; errors are formatted once, by ShopR1Group (SHOP_R1_DEBUG=1: tracebacks)."""
+    app(prog_name="shop-r1")
 
 
 if __name__ == "__main__":
