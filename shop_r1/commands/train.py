@@ -61,11 +61,12 @@ def _run(
     if print_config:
         typer.echo(render_config(cfg, source), nl=False)
         raise typer.Exit()
+    from shop_r1_doctor.errors import ToolError
+
     for name in ("model", "data"):
         if not getattr(cfg, name):
-            from shop_r1_doctor.errors import ToolError
-
             raise ToolError(f"--{name}: missing (or set `{name}:` in --config)")
+    _check_before_loading(cfg, resume)
 
     from shop_r1.autoconfig import render_table
     from shop_r1.preflight import prepare
@@ -86,26 +87,32 @@ def _run(
             f"[red]preflight: {len(errors)} error(s); fix them or pass --ignore CODE[/red]"
         )
         raise typer.Exit(1)
+    from shop_r1 import train_grpo, train_sft
+
+    module = train_sft if command == "sft" else train_grpo
+    try:  # TRL's own validation of its config, before any model is loaded
+        module.trl_config(cfg, prepared.plan)  # type: ignore[arg-type]
+    except (ValueError, TypeError) as exc:
+        raise ToolError(
+            f"TRL's {'SFTConfig' if command == 'sft' else 'GRPOConfig'} rejects this config: {exc}"
+        ) from None
     console.print(
         f"preflight ok: {len(prepared.rows)} training rows, {len(prepared.test_rows)} held out"
     )
     if dry_run:
         raise typer.Exit()
-
-    from shop_r1 import train_grpo, train_sft
     from shop_r1.callbacks import render_summary
 
     # The resolved config goes next to the weights before training starts: `--config` takes
     # it back, and `shop-r1 eval --model <output_dir>` reads the split and prompt settings
     # from it so held-out prompts are built the way training built them.
-    run_file = Path(cfg.output_dir) / RUN_CONFIG
-    run_file.parent.mkdir(parents=True, exist_ok=True)
-    run_file.write_text(render_config(cfg, source), encoding="utf-8")
+    from shop_r1_doctor.atomic import write_text
+
+    write_text(Path(cfg.output_dir) / RUN_CONFIG, render_config(cfg, source))
 
     model, tokenizer = train_sft.load_model_and_tokenizer(cfg.model, prepared.plan)
     gpus = prepared.snapshot.get("gpus") or []
     gpu_name = gpus[0].get("name") if gpus and prepared.plan.device == "cuda" else None
-    module = train_sft if command == "sft" else train_grpo
     summary = module.train(
         cfg,
         prepared.plan,
@@ -117,6 +124,63 @@ def _run(
         gpu_name=gpu_name,
     )
     console.print(f"saved to {cfg.output_dir}\n" + render_summary(summary))
+
+
+# report_to name -> module that must import (transformers' integrations need them)
+REPORT_BACKENDS = {
+    "tensorboard": ("tensorboard", "tensorboardX"),
+    "wandb": ("wandb",),
+    "mlflow": ("mlflow",),
+    "comet_ml": ("comet_ml",),
+    "clearml": ("clearml",),
+    "dvclive": ("dvclive",),
+    "trackio": ("trackio",),
+    "swanlab": ("swanlab",),
+    "neptune": ("neptune",),
+    "codecarbon": ("codecarbon",),
+    "azure_ml": ("azureml",),
+}
+
+
+def _check_before_loading(cfg: Any, resume: bool) -> None:
+    """What would fail at step 0, checked before the model loads: a logging backend
+    that is not installed, an output directory that is a file, --resume without a
+    checkpoint."""
+    import importlib.util
+
+    from shop_r1.commands._common import check_local_ref
+    from shop_r1_doctor.errors import ToolError
+
+    check_local_ref(cfg.model, "--model")
+    data = Path(cfg.data)
+    if not data.is_file():
+        what = "is a directory" if data.is_dir() else "no such file"
+        raise ToolError(f"--data {data}: {what}; give a sessions JSONL or parquet file")
+    out = Path(cfg.output_dir)
+    if out.exists() and not out.is_dir():
+        raise ToolError(f"--output-dir {out}: is a file; give a directory")
+    for name in [r.strip() for r in str(cfg.report_to).split(",") if r.strip()]:
+        if name in ("none", "all"):
+            continue
+        modules = REPORT_BACKENDS.get(name)
+        if modules is None:
+            known = ", ".join(["none", *REPORT_BACKENDS])
+            raise ToolError(f"--report-to {name}: unknown backend; use one of {known}")
+        if not any(importlib.util.find_spec(m) for m in modules):
+            raise ToolError(
+                f"--report-to {name}: {modules[0]} is not installed; pip install {modules[0]} "
+                "or pass --report-to none"
+            )
+    if resume:
+        from shop_r1.train_sft import last_checkpoint
+
+        found = last_checkpoint(str(out))
+        if found is None:
+            raise ToolError(
+                f"--resume: no checkpoint-N directory in {out}; run without --resume to start "
+                "fresh, or point --output-dir at the earlier run"
+            )
+        typer.echo(f"resuming from {found}", err=True)
 
 
 def _common_flags(**kw: Any) -> dict[str, Any]:
@@ -198,5 +262,19 @@ def grpo(
 
 
 def register(app: typer.Typer) -> None:
-    """Add `shop-r1 train sft|grpo`."""
+    """Add `shop-r1 train sft|grpo`; `launch --config` is checked like `train --config`."""
+    from shop_r1_doctor.cli import launch
+
     app.add_typer(train_app, name="train")
+    launch.CONFIG_VALIDATORS.update(
+        sft=_launch_config_check("sft"), grpo=_launch_config_check("grpo")
+    )
+
+
+def _launch_config_check(command: str) -> Any:
+    def check(path: Path, data: dict[str, Any]) -> None:
+        from shop_r1.config import load_config
+
+        load_config(command, yaml_path=path)  # file:line: field: what is wrong
+
+    return check

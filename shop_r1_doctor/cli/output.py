@@ -14,6 +14,7 @@ Only typer/click/rich are imported here; the module is safe to import from both 
 
 from __future__ import annotations
 
+import contextlib
 import errno
 import json
 import os
@@ -179,6 +180,10 @@ class ShopR1Group(TyperGroup):
                 raise
             _say("interrupted; no partial output was kept, run the command again")
             raise typer.Exit(EXIT_INTERRUPTED) from None
+        except BrokenPipeError:  # `shop-r1 ... | head`: the reader left; say nothing
+            with contextlib.suppress(OSError):
+                sys.stdout = open(os.devnull, "w")  # noqa: SIM115 -- silences the final flush
+            raise typer.Exit(1) from None
         except (Exception, MemoryError) as exc:
             found = error_line(exc)
             if found is None or debug():
