@@ -122,6 +122,11 @@ class _RunConfig:
             errors.append(f"max_steps: must be -1 (use epochs) or >= 1, got {self.max_steps}")
         if self.max_steps == -1 and self.num_train_epochs <= 0:
             errors.append(f"num_train_epochs: must be > 0, got {self.num_train_epochs}")
+        for key, value in self.trl_args.items():  # TRL's names and types, with suggestions
+            try:
+                _resolve_key(str(key), value, type(self), "trl_args")
+            except ToolError as exc:
+                errors.append(str(exc))
         mb, ga = self.micro_batch_size, self.gradient_accumulation_steps
         if mb != "auto" and ga != "auto" and mb * ga * self.num_processes != self.global_batch_size:
             errors.append(

@@ -33,6 +33,15 @@ def iter_rows(
     if is_parquet(path):
         yield from _iter_parquet(path)
         return
+    try:
+        yield from _iter_jsonl(path, on_bytes)
+    except OSError as exc:  # EIO, a file that vanished: name it
+        raise ToolError(f"{path}: cannot read: {exc.strerror or exc}") from None
+
+
+def _iter_jsonl(
+    path: Path, on_bytes: Callable[[int], None] | None
+) -> Iterator[tuple[int, Any, str | None]]:
     with path.open("rb") as fh:
         for line_no, raw in enumerate(fh, 1):
             if on_bytes:
