@@ -29,7 +29,10 @@ def run(tree: Path, args: list[str]) -> tuple[float, float, int]:
     env = {**os.environ, "PYTHONPATH": str(tree)}
     cmd = [sys.executable, "-m", "shop_r1_doctor.cli.main", *args]
     start = time.perf_counter()
-    proc = subprocess.Popen(cmd, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+    # cwd=tree: `python -m` puts the working directory first on sys.path, ahead of PYTHONPATH
+    proc = subprocess.Popen(
+        cmd, env=env, cwd=tree, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE
+    )
     _, status, usage = os.wait4(proc.pid, 0)
     seconds = time.perf_counter() - start
     code = os.waitstatus_to_exitcode(status)

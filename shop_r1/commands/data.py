@@ -106,21 +106,22 @@ def validate(
     2: a file could not be read."""
     from pathlib import Path as _Path
 
-    from shop_r1.data.io import check_sessions
+    from shop_r1.data.io import scan_sessions
     from shop_r1_doctor.cli.output import Output, progress
 
     out = Output(as_json)
     results = []
     for path in files:
         size = _Path(path).stat().st_size if _Path(path).is_file() else None
+        problems: list[str] = []
         with progress(f"validating {path.name}", total=size, unit="bytes") as advance:
-            sessions, problems = check_sessions(path, advance)
-        results.append({"path": str(path), "sessions": len(sessions), "problems": problems})
+            valid = sum(1 for _ in scan_sessions(path, problems, advance))  # streamed
+        results.append({"path": str(path), "sessions": valid, "problems": problems})
         if not as_json:
             for problem in problems:
                 typer.echo(problem)
             status = "ok" if not problems else f"{len(problems)} problem(s)"
-            typer.echo(f"{path}: {len(sessions)} valid session(s), {status}", err=bool(problems))
+            typer.echo(f"{path}: {valid} valid session(s), {status}", err=bool(problems))
     if as_json:
         out.emit("shop-r1.data-validate/1", {"files": results})
     if any(r["problems"] for r in results):
@@ -142,7 +143,7 @@ def stats(
     as_json: bool = typer.Option(False, "--json", help="Print shop-r1.data-stats/1 JSON."),
 ) -> None:
     """Action-type mix, steps per session and prompt-length percentiles in tokens."""
-    from shop_r1.data.io import load_sessions
+    from shop_r1.data.io import scan_sessions
     from shop_r1.data.stats import session_stats
     from shop_r1_doctor.cli.output import Output, progress
     from shop_r1_doctor.errors import ToolError
@@ -152,17 +153,28 @@ def stats(
     if sample < 1:
         raise ToolError(f"--sample {sample}: must be >= 1")
     count, counter_name = _counter(tokenizer)  # before reading: a bad --tokenizer fails fast
-    sessions = load_sessions(file, progress=True)
-    prompts = sum(len(s.steps) for s in sessions)
-    total = min(prompts, sample) if tokenizer else prompts
-    with progress("counting tokens", total=total, unit="prompts") as advance:
-        report = session_stats(
-            sessions,
+    from shop_r1.data.io import iter_rows
+
+    total_steps = None
+    if tokenizer:  # a first pass counts the steps, to spread the sample evenly
+        total_steps = sum(
+            len(r.get("steps") or [])
+            for _, r, e in iter_rows(file)
+            if not e and isinstance(r, dict)
+        )
+    size = file.stat().st_size if file.is_file() else None
+    problems: list[str] = []
+    with progress(f"reading {file.name}", total=size, unit="bytes") as advance:
+        report = session_stats(  # streamed: one session in memory at a time
+            scan_sessions(file, problems, advance),
             context=context,
             count_tokens=count,
             sample=sample if tokenizer else None,
-            on_prompt=advance,
+            total_steps=total_steps,
         )
+    if problems:
+        more = f" (and {len(problems) - 1} more; run `shop-r1 data validate {file}`)"
+        raise ToolError(problems[0] + (more if len(problems) > 1 else ""))
     report["token_counter"] = counter_name
     Output(as_json).emit("shop-r1.data-stats/1", report, lambda _: _render_stats(file, report))
 

@@ -72,13 +72,12 @@ def _iter_parquet(path: Path) -> Iterator[tuple[int, Any, str | None]]:
         yield row_no, row, None
 
 
-def check_sessions(
-    path: str | Path, on_bytes: Callable[[int], None] | None = None
-) -> tuple[list[Session], list[str]]:
-    """Every session of a file and the list of problems, each `file:line: what`.
-    A file without any row is a problem too: nothing to train or evaluate on."""
-    sessions: list[Session] = []
-    problems: list[str] = []
+def scan_sessions(
+    path: str | Path, problems: list[str], on_bytes: Callable[[int], None] | None = None
+) -> Iterator[Session]:
+    """Stream the valid sessions of a file; each problem (`file:line: what`) is appended
+    to `problems`. Memory: one row plus the set of session ids seen. A file without any
+    row is a problem too: nothing to train or evaluate on."""
     seen: dict[str, int] = {}
     rows = 0
     for line, row, error in iter_rows(path, on_bytes):
@@ -98,11 +97,19 @@ def check_sessions(
             )
             continue
         seen[session.session_id] = line
-        sessions.append(session)
+        yield session
     if not rows:
         problems.append(
             f"{path}: no sessions (the file is empty); make one with `shop-r1 data synth`"
         )
+
+
+def check_sessions(
+    path: str | Path, on_bytes: Callable[[int], None] | None = None
+) -> tuple[list[Session], list[str]]:
+    """Every session of a file and the list of problems, each `file:line: what`."""
+    problems: list[str] = []
+    sessions = list(scan_sessions(path, problems, on_bytes))
     return sessions, problems
 
 
