@@ -147,10 +147,16 @@ def evaluate_model(
     max_new_tokens: int = 256,
     batch_size: int = 16,
     strict: bool = True,
+    on_done: Callable[[int], None] | None = None,
 ) -> EvalResult:
     """In-process evaluation of a loaded model (used by the demo and the GPU benchmark)."""
     completions = generate_with_model(
-        model, tokenizer, rows, max_new_tokens=max_new_tokens, batch_size=batch_size
+        model,
+        tokenizer,
+        rows,
+        max_new_tokens=max_new_tokens,
+        batch_size=batch_size,
+        on_done=on_done,
     )
     metrics = score(rows, completions, strict=strict)
     return EvalResult(list(rows), completions, [None] * len(rows), metrics)

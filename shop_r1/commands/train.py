@@ -23,6 +23,9 @@ BATCH_OPT = typer.Option(None, "--global-batch-size")
 REPORT_OPT = typer.Option(None, "--report-to", help="tensorboard, wandb, none.")
 PRINT_OPT = typer.Option(False, "--print-config", help="Print the resolved config and exit.")
 DRY_RUN_OPT = typer.Option(False, "--dry-run", help="Plan and preflight only.")
+JSON_OPT = typer.Option(
+    False, "--json", help="With --dry-run: print the plan as shop-r1.train-plan/1 JSON."
+)
 RESUME_OPT = typer.Option(
     False, "--resume", help="Continue from the last checkpoint in --output-dir."
 )
@@ -50,12 +53,15 @@ def _run(
     resume: bool,
     ignore: list[str],
     snapshot: Path | None,
+    as_json: bool = False,
 ) -> None:
+    import dataclasses
+
     from rich.console import Console
 
     from shop_r1.config import CONFIG_CLASSES, RUN_CONFIG, load_config, parse_set, render_config
 
-    console = Console()
+    console = Console(stderr=as_json)  # --json: stdout holds only the JSON
     flags = {**flags, **parse_set(sets, CONFIG_CLASSES[command])}
     cfg, source = load_config(command, yaml_path=config, flags=flags)
     if print_config:
@@ -63,6 +69,8 @@ def _run(
         raise typer.Exit()
     from shop_r1_doctor.errors import ToolError
 
+    if as_json and not dry_run:
+        raise ToolError("--json: needs --dry-run (training itself prints a summary, not JSON)")
     for name in ("model", "data"):
         if not getattr(cfg, name):
             raise ToolError(f"--{name}: missing (or set `{name}:` in --config)")
@@ -82,6 +90,24 @@ def _run(
                 f"{mark} {f.code}{ignored}: {f.title}" + (f"\n    fix: {f.fix}" if f.fix else "")
             )
     errors = prepared.errors(ignore)
+    if as_json:
+        from shop_r1_doctor.cli.output import Output
+
+        Output(True).emit(
+            "shop-r1.train-plan/1",
+            {
+                "command": command,
+                "config": dataclasses.asdict(cfg),
+                "plan": dataclasses.asdict(prepared.plan),
+                "findings": [
+                    {"code": f.code, "severity": f.severity, "title": f.title, "fix": f.fix}
+                    for f in prepared.findings
+                ],
+                "errors": [f.code for f in errors],
+                "training_rows": len(prepared.rows),
+                "held_out_rows": len(prepared.test_rows),
+            },
+        )
     if errors:
         console.print(
             f"[red]preflight: {len(errors)} error(s); fix them or pass --ignore CODE[/red]"
@@ -206,6 +232,7 @@ def sft(
     resume: bool = RESUME_OPT,
     ignore: list[str] = IGNORE_OPT,
     snapshot: Path = SNAPSHOT_OPT,
+    as_json: bool = JSON_OPT,
 ) -> None:
     """Supervised fine-tuning on (prompt, rationale + action) rows."""
     flags = _common_flags(
@@ -220,7 +247,7 @@ def sft(
         attn_implementation=attn,
         report_to=report_to,
     )
-    _run("sft", flags, config, sets, print_config, dry_run, resume, ignore, snapshot)
+    _run("sft", flags, config, sets, print_config, dry_run, resume, ignore, snapshot, as_json)
 
 
 @train_app.command("grpo")
@@ -244,6 +271,7 @@ def grpo(
     resume: bool = RESUME_OPT,
     ignore: list[str] = IGNORE_OPT,
     snapshot: Path = SNAPSHOT_OPT,
+    as_json: bool = JSON_OPT,
 ) -> None:
     """GRPO with the hierarchical Shop-R1 reward (+ rationale self-certainty)."""
     flags = _common_flags(
@@ -258,7 +286,7 @@ def grpo(
         use_vllm=use_vllm,
         report_to=report_to,
     )
-    _run("grpo", flags, config, sets, print_config, dry_run, resume, ignore, snapshot)
+    _run("grpo", flags, config, sets, print_config, dry_run, resume, ignore, snapshot, as_json)
 
 
 def register(app: typer.Typer) -> None:

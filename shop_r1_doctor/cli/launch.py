@@ -41,6 +41,7 @@ def launch(
         None, "--config", help="Training config YAML to start from."
     ),
     ray: bool = typer.Option(False, "--ray", help="Start / join a Ray cluster first."),
+    as_json: bool = typer.Option(False, "--json", help="Print shop-r1.launch/1 JSON."),
 ) -> None:
     """Write a launch script that carries the doctor's fixes (interpreter, GPU split, env, ports)."""
     from shop_r1_doctor.launch import LaunchRequest, plan_launch, render_launch
@@ -90,15 +91,24 @@ def launch(
     plan = plan_launch(request)
     rendered = render_launch(plan, output.name)
     from shop_r1_doctor.atomic import write_text
+    from shop_r1_doctor.cli.output import Output
 
+    written = []
     for name, text in rendered.files.items():  # each file whole or not at all
         path = output.parent / name
         write_text(path, text)
-        typer.echo(f"wrote {path}")
+        written.append(str(path))
     output.chmod(0o755)
-    for decision in plan.decisions:
-        typer.echo(f"  - {decision}")
-    typer.echo(f"run: bash {output}")
+    payload = {"files": written, "decisions": list(plan.decisions), "run": f"bash {output}"}
+
+    def human(_: Any) -> None:
+        for path_text in written:
+            typer.echo(f"wrote {path_text}")
+        for decision in plan.decisions:
+            typer.echo(f"  - {decision}")
+        typer.echo(f"run: bash {output}")
+
+    Output(as_json).emit("shop-r1.launch/1", payload, human)
 
 
 def _from_facts() -> tuple[str, int, bool, bool]:

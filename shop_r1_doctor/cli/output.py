@@ -210,6 +210,7 @@ class Output:
         """JSON: `{"schema": ..., **payload}` (a list goes under "items"); else `human`."""
         if self.as_json or human is None:
             body = dict(payload) if isinstance(payload, dict) else {"items": payload}
+            body = {k: v for k, v in body.items() if k != "schema"}
             typer.echo(json.dumps({"schema": schema, **body}, indent=2, ensure_ascii=False))
         else:
             human(self.console())
