@@ -13,6 +13,7 @@ types possible there); `shop-r1 data stats` shows the mix that results.
 
 from __future__ import annotations
 
+import functools
 import random
 import zlib
 from collections.abc import Callable, Iterator
@@ -135,6 +136,7 @@ NAME_STYLES = [
 ]
 
 
+@functools.lru_cache(maxsize=8192)  # a few hundred distinct values, ~70 calls a session
 def _slug(text: str) -> str:
     return "".join(c if c.isalnum() else "_" for c in text.lower()).strip("_")
 
