@@ -40,10 +40,10 @@ EXIT_INTERRUPTED = 130  # as a shell reports SIGINT
 
 # Exit statuses, the same for every command (README "Exit codes" documents them).
 EXIT_CODES = {
-    0: "success (for checkers: nothing wrong found)",
-    1: "ran and found problems (doctor errors, invalid data rows, preflight errors)",
-    2: "could not run: bad input, unreadable or unwritable file, unreachable server",
-    130: "interrupted (Ctrl-C); nothing half-written is left behind",
+    0: "success",
+    1: "ran and found problems (doctor errors, invalid rows, preflight errors)",
+    2: "could not run (bad input, unreadable/unwritable path, unreachable server)",
+    130: "interrupted (Ctrl-C), nothing half-written left",
 }
 
 
@@ -151,6 +151,8 @@ class ShopR1Group(TyperGroup):
         **extra: Any,
     ) -> Any:
         _readable_metavars(self)
+        if not self.epilog:  # `shop-r1 -h` ends with the exit statuses
+            self.epilog = "Exit status: " + "; ".join(f"{k} {v}" for k, v in EXIT_CODES.items())
         try:
             rv = super().main(args, prog_name or PROG, complete_var, standalone_mode=False, **extra)
         except _exc.NoArgsIsHelpError as exc:
