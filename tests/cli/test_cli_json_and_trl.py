@@ -150,3 +150,37 @@ def test_help_and_version(flag: str) -> None:
     assert result.exit_code == 0 and "--sessions" in result.stdout
     assert "<bool>" not in result.stdout and "<str>" not in result.stdout
     assert run("--version").stdout.startswith("shop-r1 ")
+
+
+# `name=value` in a fix that belongs to another tool (vLLM, Megatron, Ray), not to `--set`
+OTHER_TOOLS = {"attention_backend", "gradient_accumulation_fusion", "include_dashboard"}
+
+
+def test_every_fix_setting_is_accepted_by_set() -> None:
+    """A fix line that says `name=value` names something `--set name=value` takes."""
+    import re
+
+    from shop_r1_doctor.errors import ToolError
+    from shop_r1_doctor.yamlio import read_yaml
+
+    _, data = read_yaml(Path(__file__).parents[2] / "shop_r1_doctor/knowledge/codes.yaml")
+    codes = data.get("codes", data)
+    checked = 0
+    for code, entry in codes.items():
+        if not isinstance(entry, dict):
+            continue
+        for name, value in re.findall(
+            r"\b([a-z]+(?:_[a-z]+)+)=([\w.]+)", str(entry.get("fix", ""))
+        ):
+            if name in OTHER_TOOLS:
+                continue
+            accepted = False
+            for cls in (SFTRunConfig, GRPORunConfig):
+                try:
+                    parse_set([f"{name}={value}"], cls)
+                    accepted = True
+                except ToolError:
+                    pass
+            assert accepted, f"{code}: fix says {name}={value}, which --set rejects"
+            checked += 1
+    assert checked >= 5
