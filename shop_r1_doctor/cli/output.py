@@ -180,7 +180,9 @@ class ShopR1Group(TyperGroup):
         except KeyboardInterrupt:
             if debug():
                 raise
-            _say("interrupted; no partial output was kept, run the command again")
+            _say(
+                "interrupted; a file being written was discarded (finished ones are kept); run the command again"
+            )
             raise typer.Exit(EXIT_INTERRUPTED) from None
         except BrokenPipeError:  # `shop-r1 ... | head`: the reader left; say nothing
             with contextlib.suppress(OSError):
