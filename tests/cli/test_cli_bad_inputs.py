@@ -617,3 +617,25 @@ def test_harness_size() -> None:
         "demo",
         "nosuch",
     }
+
+
+def test_ctrl_c_during_eval_retries_exits_at_once(files: dict[str, str], tmp_path: Path) -> None:
+    """SIGINT while every worker waits out a retry backoff: exit 130 within seconds (it
+    waited out the backoff, 30 s and more, before the workers were told to stop)."""
+    import signal
+    import subprocess
+    import time
+
+    cmd = [sys.executable, "-m", "shop_r1_doctor.cli.main", "eval", "--data", files["gold"]]
+    cmd += ["--output-dir", str(tmp_path / "ev"), "--endpoint", REFUSED, "--served-model"]
+    cmd += ["m", "--split", "all", "--retries", "6", "--timeout", "1"]
+    env = {**os.environ, "SHOP_R1_DEBUG": ""}
+    proc = subprocess.Popen(cmd, stderr=subprocess.PIPE, text=True, env=env)
+    time.sleep(4)  # imports, then the first refusals: workers are now in their backoff
+    proc.send_signal(signal.SIGINT)
+    start = time.monotonic()
+    _, err = proc.communicate(timeout=60)
+    assert proc.returncode == 130, err
+    assert time.monotonic() - start < 10
+    assert [x for x in err.splitlines() if x.strip()][-1].startswith("shop-r1: error: interrupted")
+    assert not (tmp_path / "ev" / "metrics.json").exists()
