@@ -9,11 +9,14 @@ from __future__ import annotations
 
 from shop_r1.commands import data, demo, score, train
 from shop_r1.commands import eval as eval_cmd
+from shop_r1_doctor.cli import launch
 from shop_r1_doctor.cli.main import make_app, run_app
 
 app = make_app("Environment doctor and trainer for Shop-R1 (SFT then GRPO on shopper actions).")
 for group in (data, score, train, eval_cmd, demo):
     group.register(app)
+# the doctor's `launch --config` validates with the trainer's config, injected here
+launch.CONFIG_VALIDATORS.update(train.launch_config_checks())
 
 
 def main() -> None:

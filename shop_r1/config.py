@@ -88,6 +88,13 @@ class _RunConfig:
     gpu_memory_headroom: float = _f(
         0.9, "Share of GPU memory the auto-configuration may plan to use."
     )
+    trl_args: dict = field(
+        default_factory=dict,
+        metadata={
+            "help": "Other TRL SFTConfig/GRPOConfig fields, passed to TRL as given (a YAML "
+            "key or --set that is a TRL field lands here, e.g. top_p, epsilon_high)."
+        },
+    )
 
     def _check(self) -> list[str]:
         errors = _type_errors(self)  # resets mistyped fields so the value rules can run
@@ -115,6 +122,11 @@ class _RunConfig:
             errors.append(f"max_steps: must be -1 (use epochs) or >= 1, got {self.max_steps}")
         if self.max_steps == -1 and self.num_train_epochs <= 0:
             errors.append(f"num_train_epochs: must be > 0, got {self.num_train_epochs}")
+        for key, value in self.trl_args.items():  # TRL's names and types, with suggestions
+            try:
+                _resolve_key(str(key), value, type(self), "trl_args")
+            except ToolError as exc:
+                errors.append(str(exc))
         mb, ga = self.micro_batch_size, self.gradient_accumulation_steps
         if mb != "auto" and ga != "auto" and mb * ga * self.num_processes != self.global_batch_size:
             errors.append(
@@ -297,7 +309,8 @@ def _type_errors(cfg: Any) -> list[str]:
         setattr(cfg, f.name, value)
         if not _type_ok(value, hints[f.name]):
             errors.append(f"{f.name}: expected {_describe(hints[f.name])}, got {value!r}")
-            setattr(cfg, f.name, f.default)
+            factory = f.default_factory
+            setattr(cfg, f.name, factory() if callable(factory) else f.default)
         elif hints[f.name] is float and isinstance(value, int):
             setattr(cfg, f.name, float(value))
     return errors
@@ -317,14 +330,12 @@ def read_yaml(path: Path, cls: type[_RunConfig]) -> dict[str, Any]:
         return {}
     if not isinstance(values, dict) or node is None:
         raise ToolError(f"{path}:1: a config file must be a mapping of setting: value")
-    known = {f.name for f in dataclasses.fields(cls)}
+    out: dict[str, Any] = {}
     for key_node, _ in node.value:
-        if key_node.value not in known:
-            raise ToolError(
-                f"{path}:{key_node.start_mark.line + 1}: {key_node.value}: unknown setting for "
-                f"{cls.__name__}; run with --print-config to see the valid ones"
-            )
-    return values
+        key = key_node.value
+        where = f"{path}:{key_node.start_mark.line + 1}"
+        _merge(out, *_resolve_key(key, values[key], cls, where))
+    return out
 
 
 def parse_set(items: list[str], cls: type[_RunConfig]) -> dict[str, Any]:
@@ -334,11 +345,92 @@ def parse_set(items: list[str], cls: type[_RunConfig]) -> dict[str, Any]:
     for item in items:
         key, sep, raw = item.partition("=")
         key = key.strip().replace("-", "_")
-        if not sep or key not in known:
-            raise ToolError(f"--set {item}: expected KEY=VALUE with KEY one of the config fields")
-        hint = typing.get_type_hints(cls)[key]
-        out[key] = _coerce(yaml.safe_load(raw), hint) if raw.strip() else ""
+        if not sep or not key:
+            raise ToolError(f"--set {item}: expected KEY=VALUE, e.g. --set learning_rate=1e-5")
+        try:
+            value = yaml.safe_load(raw) if raw.strip() else ""
+        except yaml.YAMLError:
+            value = raw  # not a YAML scalar: keep the text; the type check says what is wrong
+        if key in known:
+            hint = typing.get_type_hints(cls)[key]
+            out[key] = _coerce(value, hint)
+            continue
+        _merge(out, *_resolve_key(key, value, cls, f"--set {item}"))
     return out
+
+
+# --- TRL's own fields: a TRL user's settings work unchanged ---
+
+# TRL names for settings shop-r1 decides itself: they set shop-r1's field, so the
+# auto-configuration and the preflight see them. bool -> "on"/"off" for switches.
+TRL_ALIASES = {
+    "per_device_train_batch_size": "micro_batch_size",
+    "use_liger_kernel": "liger_kernel",
+    "gradient_checkpointing": "gradient_checkpointing",
+    "activation_checkpointing": "gradient_checkpointing",
+    "bf16": "dtype",
+    "fp16": "dtype",
+    "attn_implementation": "attn_implementation",
+}
+# set by shop-r1 from its own fields or plan; not settable through trl_args
+TRL_OWNED = {"output_dir", "use_cpu", "tf32", "torch_dtype", "dtype", "model_init_kwargs"}
+
+
+def trl_fields(cls: type[_RunConfig]) -> dict[str, Any]:
+    """name -> type of every field of TRL's config for this command (imports trl)."""
+    try:
+        import trl
+    except ImportError:
+        return {}
+    trl_cls = trl.SFTConfig if cls.__name__.startswith("SFT") else trl.GRPOConfig
+    return {f.name: f.type for f in dataclasses.fields(trl_cls)}
+
+
+def _resolve_key(key: str, value: Any, cls: type[_RunConfig], where: str) -> tuple[str, Any]:
+    """(our field, value) for a config key: ours, a TRL alias, or a TRL field (trl_args)."""
+    import difflib
+
+    known = {f.name for f in dataclasses.fields(cls)}
+    if key in known:
+        return key, value
+    if key in TRL_ALIASES:
+        return TRL_ALIASES[key], _alias_value(key, value, where)
+    fields = trl_fields(cls)
+    if key in fields and key not in TRL_OWNED:
+        hint = fields[key]
+        try:
+            ok = _type_ok(_coerce(value, hint), hint)
+        except TypeError:  # a generic TRL annotation (list[str], ...): TRL checks it
+            ok = True
+        if not ok:
+            raise ToolError(f"{where}: {key}: TRL expects {_describe(hint)}, got {value!r}")
+        return "trl_args", {key: _coerce(value, hint)}
+    close = difflib.get_close_matches(key, sorted(known | set(fields) | set(TRL_ALIASES)), n=3)
+    hint_text = f"did you mean {' or '.join(close)}? " if close else ""
+    trl_name = "SFTConfig" if cls.__name__.startswith("SFT") else "GRPOConfig"
+    raise ToolError(
+        f"{where}: {key}: not a shop-r1 setting nor a TRL {trl_name} field; {hint_text}"
+        "run with --print-config to see shop-r1's settings"
+    )
+
+
+def _alias_value(key: str, value: Any, where: str) -> Any:
+    if not isinstance(value, bool) and key != "per_device_train_batch_size":
+        if key == "attn_implementation":
+            return value
+        raise ToolError(f"{where}: {key}: expected true or false, got {value!r}")
+    if key in ("bf16", "fp16"):
+        return key if value else "fp32"
+    if key == "per_device_train_batch_size":
+        return value
+    return "on" if value else "off"
+
+
+def _merge(out: dict[str, Any], key: str, value: Any) -> None:
+    if key == "trl_args" and isinstance(value, dict):
+        out["trl_args"] = {**out.get("trl_args", {}), **value}
+    else:
+        out[key] = value
 
 
 def load_config(
@@ -354,9 +446,17 @@ def load_config(
             source[key] = str(yaml_path)
     for key, value in (flags or {}).items():
         if value is not None:
+            if key == "trl_args" and isinstance(value, dict):
+                value = {**values.get("trl_args", {}), **value}
             values[key] = value
             source[key] = "flag"
-    return cls(**values), source
+    try:
+        return cls(**values), source
+    except ToolError as exc:  # name the file the values came from
+        text = str(exc)
+        if yaml_path is not None and not text.startswith(str(yaml_path)):
+            raise ToolError(f"{yaml_path}: {text}") from None
+        raise
 
 
 def render_config(cfg: _RunConfig, source: dict[str, str]) -> str:

@@ -143,10 +143,18 @@ def run_pipeline(cfg: PipelineConfig, *, log: Callable[[str], None] = _log) -> d
     results: dict[str, Any] = {"config": asdict(cfg), "params": shape.params, "stages": {}}
 
     def evaluate(stage: str, slug: str) -> None:
+        from shop_r1_doctor.cli.output import progress
+
         t0 = time.perf_counter()
-        res = evaluate_model(
-            model, tokenizer, held_out, max_new_tokens=max_new, batch_size=cfg.eval_batch
-        )
+        with progress(f"eval: {stage}", total=len(held_out), unit="steps") as bar:
+            res = evaluate_model(
+                model,
+                tokenizer,
+                held_out,
+                max_new_tokens=max_new,
+                batch_size=cfg.eval_batch,
+                on_done=bar,
+            )
         res.meta.update(stage=stage, context=cfg.context, split="test")
         write_outputs(res, out / f"eval-{slug}", title=f"shop-r1 demo: {stage}")
         results["stages"][stage] = res.metrics

@@ -9,6 +9,7 @@ request, so it stops the run at once instead of burning retries on thousands of 
 from __future__ import annotations
 
 import json
+import threading
 import time
 import urllib.error
 import urllib.request
@@ -100,6 +101,10 @@ def _post(cfg: EndpointConfig, messages: Sequence[dict]) -> str:
     return content if isinstance(content, str) else ""
 
 
+class _Stopped(Exception):
+    """Raised inside a worker's backoff wait once the whole run has been stopped."""
+
+
 def complete(
     cfg: EndpointConfig, messages: Sequence[dict], *, sleep: Callable[[float], None] = time.sleep
 ) -> Completion:
@@ -127,13 +132,30 @@ def complete_all(
         raise ToolError(f"--concurrency: {concurrency} must be >= 1")
     results: list[Completion | None] = [None] * len(prompts)
     pool = ThreadPoolExecutor(max_workers=concurrency)
+    stop = threading.Event()
+
+    def backoff(seconds: float) -> None:
+        # A stopped run (Ctrl-C, a fatal HTTP status) ends the workers' retry waits at
+        # once instead of sleeping out an exponential backoff before the process can exit.
+        if stop.wait(seconds):
+            raise _Stopped
+
+    def one(messages: Sequence[dict]) -> Completion:
+        try:
+            return complete(cfg, messages, sleep=backoff)
+        except _Stopped:
+            return Completion("", error="stopped", attempts=0)
+
     try:
-        futures = {pool.submit(complete, cfg, p): i for i, p in enumerate(prompts)}
+        futures = {pool.submit(one, p): i for i, p in enumerate(prompts)}
         for future in as_completed(futures):
             # .result() re-raises a ToolError (non-retryable HTTP status): stop everything.
             results[futures[future]] = future.result()
             if on_done is not None:
                 on_done(1)
+    except BaseException:
+        stop.set()
+        raise
     finally:
         pool.shutdown(wait=True, cancel_futures=True)
     return [r for r in results if r is not None]

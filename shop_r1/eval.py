@@ -147,18 +147,29 @@ def evaluate_model(
     max_new_tokens: int = 256,
     batch_size: int = 16,
     strict: bool = True,
+    on_done: Callable[[int], None] | None = None,
 ) -> EvalResult:
     """In-process evaluation of a loaded model (used by the demo and the GPU benchmark)."""
     completions = generate_with_model(
-        model, tokenizer, rows, max_new_tokens=max_new_tokens, batch_size=batch_size
+        model,
+        tokenizer,
+        rows,
+        max_new_tokens=max_new_tokens,
+        batch_size=batch_size,
+        on_done=on_done,
     )
     metrics = score(rows, completions, strict=strict)
     return EvalResult(list(rows), completions, [None] * len(rows), metrics)
 
 
 def write_outputs(result: EvalResult, output_dir: Path, *, title: str = "shop-r1 eval") -> None:
+    """predictions.jsonl, metrics.json, report.md; each appears whole or not at all."""
+    from shop_r1_doctor.atomic import atomic_open, write_text
+
+    if output_dir.exists() and not output_dir.is_dir():
+        raise ToolError(f"--output-dir {output_dir}: is a file; give a directory")
     output_dir.mkdir(parents=True, exist_ok=True)
-    with (output_dir / "predictions.jsonl").open("w", encoding="utf-8") as f:
+    with atomic_open(output_dir / "predictions.jsonl") as f:
         for row, text, error in zip(result.rows, result.completions, result.errors, strict=True):
             record: dict[str, Any] = {"id": row.id, "completion": text}
             if error is not None:
@@ -166,8 +177,8 @@ def write_outputs(result: EvalResult, output_dir: Path, *, title: str = "shop-r1
             f.write(json.dumps(record, ensure_ascii=False) + "\n")
     payload = dict(result.metrics)
     payload["eval"] = result.meta
-    (output_dir / "metrics.json").write_text(json.dumps(payload, indent=2) + "\n")
-    (output_dir / "report.md").write_text(render_report(result.metrics, result.meta, title=title))
+    write_text(output_dir / "metrics.json", json.dumps(payload, indent=2) + "\n")
+    write_text(output_dir / "report.md", render_report(result.metrics, result.meta, title=title))
 
 
 def _pct(x: float) -> str:
@@ -259,10 +270,67 @@ class EvalOptions:
                 raise ToolError(f"{name}: {value} must be >= 1")
         if self.retries < 0 or self.timeout <= 0:
             raise ToolError("--retries must be >= 0 and --timeout > 0")
+        for name, value, most in (
+            ("--batch-size", self.batch_size, 4096),
+            ("--concurrency", self.concurrency, 1024),
+            ("--max-new-tokens", self.max_new_tokens, 1_000_000),
+            ("--retries", self.retries, 100),
+        ):
+            if not (0 if name == "--retries" else 1) <= value <= most:
+                raise ToolError(f"{name}: {value} is out of range; use 1 to {most}")
+        if self.endpoint is not None:
+            check_url(self.endpoint)
+        if self.model is not None:
+            from shop_r1.commands._common import check_local_ref
+
+            check_local_ref(self.model, "--model")
+            check_device(self.device)
+        if self.output_dir.exists() and not self.output_dir.is_dir():
+            raise ToolError(f"--output-dir {self.output_dir}: is a file; give a directory")
 
 
-def run_eval(opts: EvalOptions, *, on_done: Callable[[int], None] | None = None) -> EvalResult:
-    """Generate, score and write; returns the result for the command to print."""
+def check_url(url: str) -> None:
+    """An endpoint must be an http(s) URL with a host, checked before any request."""
+    from urllib.parse import urlparse
+
+    parsed = urlparse(url)
+    try:
+        parsed.port  # noqa: B018 -- raises ValueError for a port that is not a number
+    except ValueError:
+        raise ToolError(f"--endpoint {url}: the port is not a number") from None
+    if parsed.scheme not in ("http", "https") or not parsed.hostname:
+        raise ToolError(f"--endpoint {url}: not an http(s) URL; give e.g. http://127.0.0.1:8000/v1")
+
+
+def check_device(device: str) -> None:
+    """--device: auto, cpu, cuda or cuda:N (that exists here), mps; before loading a model."""
+    import re
+
+    if device in ("auto", "cpu"):
+        return
+    if device != "mps" and not re.fullmatch(r"cuda(:\d+)?", device):
+        raise ToolError(f"--device {device}: unknown; use auto, cpu, cuda or cuda:N")
+    import torch
+
+    if device == "mps":
+        if not torch.backends.mps.is_available():
+            raise ToolError("--device mps: MPS is not available here; use --device cpu")
+        return
+    count = torch.cuda.device_count() if torch.cuda.is_available() else 0
+    index = int(device.partition(":")[2] or 0)
+    if index >= count:
+        have = f"{count} CUDA device(s)" if count else "no CUDA device"
+        raise ToolError(f"--device {device}: this machine has {have}; use --device cpu or auto")
+
+
+def run_eval(
+    opts: EvalOptions,
+    *,
+    on_done: Callable[[int], None] | None = None,
+    on_total: Callable[[int], None] | None = None,
+) -> EvalResult:
+    """Generate, score and write; returns the result for the command to print.
+    `on_total` gets the number of prompts once known, `on_done` each finished batch."""
     from shop_r1_doctor.api import redact_text
 
     opts.check()
@@ -275,6 +343,8 @@ def run_eval(opts: EvalOptions, *, on_done: Callable[[int], None] | None = None)
         seed=opts.seed,
         max_prompt_tokens=opts.max_prompt_tokens,
     )
+    if on_total:
+        on_total(len(rows))
     meta: dict[str, Any] = {
         "data": redact_text(str(opts.data)),
         "split": opts.split,
@@ -303,6 +373,13 @@ def run_eval(opts: EvalOptions, *, on_done: Callable[[int], None] | None = None)
         meta.update(endpoint=redact_text(opts.endpoint), served_model=opts.served_model)
         meta["request_failures"] = sum(1 for e in errors if e is not None)
         meta["retried_requests"] = sum(1 for c in done if c.attempts > 1)
+        if meta["request_failures"] == len(rows):  # a score of 0 would be a wrong number
+            first = next(e for e in errors if e is not None)
+            raise ToolError(
+                f"--endpoint {redact_text(opts.endpoint)}: all {len(rows)} request(s) failed "
+                f"(first: {first}); is the server up and serving --served-model "
+                f"{opts.served_model}? nothing was written"
+            )
     else:
         from shop_r1.generate import load_model
 

@@ -8,7 +8,7 @@ Gold file (JSONL or parquet), one of these row shapes per row:
 Pred file (JSONL): `{"id": ..., "completion": "<raw model output>"}` per line.
 
 A prediction without gold, a duplicate id, or a malformed line is a ToolError naming
-the file and line. Gold rows without a prediction are not scored; their count is
+the file and line; so is an empty gold or prediction file (a score of nothing). Gold rows without a prediction are not scored; their count is
 reported as `missing` (and is an error with `require_all`).
 """
 
@@ -107,7 +107,14 @@ def score_files(
     """The `shop-r1.score/1` report for a gold file and a prediction file."""
     cfg = cfg or RewardConfig(strict=strict)
     gold = load_gold(gold_path)
+    if not gold:
+        raise ToolError(f"{gold_path}: no gold rows (the file is empty); check --gold")
     preds = load_preds(pred_path, gold)
+    if not preds:  # scoring nothing would print 0.00% everywhere: a wrong number
+        raise ToolError(
+            f"{pred_path}: no predictions (the file is empty); write one "
+            '{"id": ..., "completion": ...} line per gold row'
+        )
     missing = len(gold) - len(preds)
     if require_all and missing:
         have = {k for k, _ in preds}

@@ -55,17 +55,18 @@ def trl_config(cfg: GRPORunConfig, plan: AutoPlan) -> Any:
                 vllm_server_port=cfg.vllm_server_port,
                 vllm_group_port=cfg.vllm_group_port,
             )
-    return GRPOConfig(
+    ours = {
         **common_training_kwargs(cfg, plan),
-        num_generations=cfg.num_generations,
-        generation_batch_size=plan.generation_batch_size,
-        max_completion_length=cfg.max_completion_length,
-        temperature=cfg.temperature,
-        beta=cfg.beta,
-        loss_type=cfg.loss_type,
-        scale_rewards=cfg.scale_rewards,
+        "num_generations": cfg.num_generations,
+        "generation_batch_size": plan.generation_batch_size,
+        "max_completion_length": cfg.max_completion_length,
+        "temperature": cfg.temperature,
+        "beta": cfg.beta,
+        "loss_type": cfg.loss_type,
+        "scale_rewards": cfg.scale_rewards,
         **vllm,
-    )
+    }
+    return GRPOConfig(**{**ours, **cfg.trl_args})  # the user's TRL fields win
 
 
 def train(

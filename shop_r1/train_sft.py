@@ -51,12 +51,13 @@ def common_training_kwargs(cfg: _RunConfig, plan: AutoPlan) -> dict[str, Any]:
 def trl_config(cfg: SFTRunConfig, plan: AutoPlan) -> Any:
     from trl import SFTConfig
 
-    return SFTConfig(
+    ours = {
         **common_training_kwargs(cfg, plan),
-        max_length=cfg.max_length,
-        padding_free=plan.padding_free,
-        completion_only_loss=True,
-    )
+        "max_length": cfg.max_length,
+        "padding_free": plan.padding_free,
+        "completion_only_loss": True,
+    }
+    return SFTConfig(**{**ours, **cfg.trl_args})  # the user's TRL fields win
 
 
 def torch_dtype(plan: AutoPlan) -> Any:

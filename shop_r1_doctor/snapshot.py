@@ -68,7 +68,17 @@ def load_snapshot(path: str | Path) -> dict[str, Any]:
         raise ToolError(
             f"{p}: not valid JSON (line {exc.lineno}, column {exc.colno}: {exc.msg})"
         ) from None
-    return validate_snapshot(data, str(p))
+    snap = validate_snapshot(data, str(p))
+    if not set(snap) - BOOKKEEPING:  # checking nothing would print "no issues found"
+        raise ToolError(
+            f"{p}: the snapshot holds no facts (no host, gpus, packages, ... fields); "
+            "save a full one with `shop-r1 doctor --save FILE`"
+        )
+    return snap
+
+
+# Top-level fields that record how a snapshot was made, not what the machine is.
+BOOKKEEPING = frozenset({"schema", "created", "tool_version", "probes", "probes_seconds"})
 
 
 def dump_json(data: Any) -> str:
@@ -77,8 +87,9 @@ def dump_json(data: Any) -> str:
 
 def save_snapshot(snapshot: dict[str, Any], path: str | Path) -> None:
     p = Path(path)
+    from shop_r1_doctor.atomic import write_text
+
     try:
-        p.parent.mkdir(parents=True, exist_ok=True)
-        p.write_text(dump_json(snapshot), encoding="utf-8")
+        write_text(p, dump_json(snapshot))
     except OSError as exc:
         raise ToolError(f"{p}: cannot write snapshot: {exc}") from None

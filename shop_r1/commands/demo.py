@@ -34,6 +34,15 @@ def demo_command(
 
     if sessions < 10:
         raise ToolError(f"--sessions: {sessions} is too few; use >= 10 (1 in 10 is held out)")
+    for flag, value, least in (
+        ("--sft-steps", sft_steps, 0),
+        ("--grpo-steps", grpo_steps, 0),
+        ("--threads", threads, 1),
+    ):
+        if value < least:
+            raise ToolError(f"{flag}: {value} must be >= {least}")
+    if output_dir.exists() and not output_dir.is_dir():
+        raise ToolError(f"--output-dir {output_dir}: is a file; give a directory")
     cfg = PipelineConfig(
         output_dir=str(output_dir),
         sessions=sessions,

@@ -58,9 +58,6 @@ def eval_command(
     device: str = typer.Option("auto", "--device", help="Local model: auto | cpu | cuda[:N]."),
 ) -> None:
     """Generate next-action predictions for held-out steps and score them like the paper."""
-    from rich.console import Console
-    from rich.progress import Progress
-
     from shop_r1.config import training_data_settings
     from shop_r1.eval import EvalOptions, run_eval
 
@@ -71,6 +68,11 @@ def eval_command(
         "max_prompt_tokens": max_prompt_tokens,
     }
     settings = {k: v for k, v in given.items() if v is not None}  # else EvalOptions' defaults
+    from shop_r1_doctor.errors import ToolError
+
+    if not data.is_file():
+        what = "is a directory" if data.is_dir() else "no such file"
+        raise ToolError(f"--data {data}: {what}; give a sessions JSONL or parquet file")
     found = training_data_settings(model) if model and Path(model).is_dir() else None
     if found:
         taken = {k: v for k, v in found[1].items() if k not in settings}
@@ -98,10 +100,10 @@ def eval_command(
         **settings,
     )
     opts.check()
-    console = Console(stderr=True)
-    with Progress(console=console, transient=True) as progress:
-        task = progress.add_task("generating", total=None)
-        result = run_eval(opts, on_done=lambda n: progress.advance(task, n))
+    from shop_r1_doctor.cli.output import progress
+
+    with progress("generating", total=None, unit="prompts") as bar:
+        result = run_eval(opts, on_done=bar, on_total=bar.set_total)
     m = result.metrics
     typer.echo(
         f"n={m['n']}  exact={m['exact_match']:.2%}  type_acc={m['type_accuracy']:.2%}  "

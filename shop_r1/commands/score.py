@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 from typing import Any
 
@@ -51,7 +50,9 @@ def score(
         gold, pred, with_rewards=rewards, strict=not lenient, cfg=cfg, require_all=require_all
     )
     if as_json:
-        typer.echo(json.dumps(report, indent=2))
+        from shop_r1_doctor.cli.output import Output
+
+        Output(True).emit(report["schema"], report)
     elif markdown:
         typer.echo(render_markdown(report))
     else:

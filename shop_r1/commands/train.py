@@ -23,6 +23,9 @@ BATCH_OPT = typer.Option(None, "--global-batch-size")
 REPORT_OPT = typer.Option(None, "--report-to", help="tensorboard, wandb, none.")
 PRINT_OPT = typer.Option(False, "--print-config", help="Print the resolved config and exit.")
 DRY_RUN_OPT = typer.Option(False, "--dry-run", help="Plan and preflight only.")
+JSON_OPT = typer.Option(
+    False, "--json", help="With --dry-run: print the plan as shop-r1.train-plan/1 JSON."
+)
 RESUME_OPT = typer.Option(
     False, "--resume", help="Continue from the last checkpoint in --output-dir."
 )
@@ -50,22 +53,28 @@ def _run(
     resume: bool,
     ignore: list[str],
     snapshot: Path | None,
+    as_json: bool = False,
 ) -> None:
+    import dataclasses
+
     from rich.console import Console
 
     from shop_r1.config import CONFIG_CLASSES, RUN_CONFIG, load_config, parse_set, render_config
 
-    console = Console()
+    console = Console(stderr=as_json)  # --json: stdout holds only the JSON
     flags = {**flags, **parse_set(sets, CONFIG_CLASSES[command])}
     cfg, source = load_config(command, yaml_path=config, flags=flags)
     if print_config:
         typer.echo(render_config(cfg, source), nl=False)
         raise typer.Exit()
+    from shop_r1_doctor.errors import ToolError
+
+    if as_json and not dry_run:
+        raise ToolError("--json: needs --dry-run (training itself prints a summary, not JSON)")
     for name in ("model", "data"):
         if not getattr(cfg, name):
-            from shop_r1_doctor.errors import ToolError
-
             raise ToolError(f"--{name}: missing (or set `{name}:` in --config)")
+    _check_before_loading(cfg, resume)
 
     from shop_r1.autoconfig import render_table
     from shop_r1.preflight import prepare
@@ -81,31 +90,55 @@ def _run(
                 f"{mark} {f.code}{ignored}: {f.title}" + (f"\n    fix: {f.fix}" if f.fix else "")
             )
     errors = prepared.errors(ignore)
+    if as_json:
+        from shop_r1_doctor.cli.output import Output
+
+        Output(True).emit(
+            "shop-r1.train-plan/1",
+            {
+                "command": command,
+                "config": dataclasses.asdict(cfg),
+                "plan": dataclasses.asdict(prepared.plan),
+                "findings": [
+                    {"code": f.code, "severity": f.severity, "title": f.title, "fix": f.fix}
+                    for f in prepared.findings
+                ],
+                "errors": [f.code for f in errors],
+                "training_rows": len(prepared.rows),
+                "held_out_rows": len(prepared.test_rows),
+            },
+        )
     if errors:
         console.print(
             f"[red]preflight: {len(errors)} error(s); fix them or pass --ignore CODE[/red]"
         )
         raise typer.Exit(1)
+    from shop_r1 import train_grpo, train_sft
+
+    module = train_sft if command == "sft" else train_grpo
+    try:  # TRL's own validation of its config, before any model is loaded
+        module.trl_config(cfg, prepared.plan)  # type: ignore[arg-type]
+    except (ValueError, TypeError) as exc:
+        raise ToolError(
+            f"TRL's {'SFTConfig' if command == 'sft' else 'GRPOConfig'} rejects this config: {exc}"
+        ) from None
     console.print(
         f"preflight ok: {len(prepared.rows)} training rows, {len(prepared.test_rows)} held out"
     )
     if dry_run:
         raise typer.Exit()
-
-    from shop_r1 import train_grpo, train_sft
     from shop_r1.callbacks import render_summary
 
     # The resolved config goes next to the weights before training starts: `--config` takes
     # it back, and `shop-r1 eval --model <output_dir>` reads the split and prompt settings
     # from it so held-out prompts are built the way training built them.
-    run_file = Path(cfg.output_dir) / RUN_CONFIG
-    run_file.parent.mkdir(parents=True, exist_ok=True)
-    run_file.write_text(render_config(cfg, source), encoding="utf-8")
+    from shop_r1_doctor.atomic import write_text
+
+    write_text(Path(cfg.output_dir) / RUN_CONFIG, render_config(cfg, source))
 
     model, tokenizer = train_sft.load_model_and_tokenizer(cfg.model, prepared.plan)
     gpus = prepared.snapshot.get("gpus") or []
     gpu_name = gpus[0].get("name") if gpus and prepared.plan.device == "cuda" else None
-    module = train_sft if command == "sft" else train_grpo
     summary = module.train(
         cfg,
         prepared.plan,
@@ -117,6 +150,63 @@ def _run(
         gpu_name=gpu_name,
     )
     console.print(f"saved to {cfg.output_dir}\n" + render_summary(summary))
+
+
+# report_to name -> module that must import (transformers' integrations need them)
+REPORT_BACKENDS = {
+    "tensorboard": ("tensorboard", "tensorboardX"),
+    "wandb": ("wandb",),
+    "mlflow": ("mlflow",),
+    "comet_ml": ("comet_ml",),
+    "clearml": ("clearml",),
+    "dvclive": ("dvclive",),
+    "trackio": ("trackio",),
+    "swanlab": ("swanlab",),
+    "neptune": ("neptune",),
+    "codecarbon": ("codecarbon",),
+    "azure_ml": ("azureml",),
+}
+
+
+def _check_before_loading(cfg: Any, resume: bool) -> None:
+    """What would fail at step 0, checked before the model loads: a logging backend
+    that is not installed, an output directory that is a file, --resume without a
+    checkpoint."""
+    import importlib.util
+
+    from shop_r1.commands._common import check_local_ref
+    from shop_r1_doctor.errors import ToolError
+
+    check_local_ref(cfg.model, "--model")
+    data = Path(cfg.data)
+    if not data.is_file():
+        what = "is a directory" if data.is_dir() else "no such file"
+        raise ToolError(f"--data {data}: {what}; give a sessions JSONL or parquet file")
+    out = Path(cfg.output_dir)
+    if out.exists() and not out.is_dir():
+        raise ToolError(f"--output-dir {out}: is a file; give a directory")
+    for name in [r.strip() for r in str(cfg.report_to).split(",") if r.strip()]:
+        if name in ("none", "all"):
+            continue
+        modules = REPORT_BACKENDS.get(name)
+        if modules is None:
+            known = ", ".join(["none", *REPORT_BACKENDS])
+            raise ToolError(f"--report-to {name}: unknown backend; use one of {known}")
+        if not any(importlib.util.find_spec(m) for m in modules):
+            raise ToolError(
+                f"--report-to {name}: {modules[0]} is not installed; pip install {modules[0]} "
+                "or pass --report-to none"
+            )
+    if resume:
+        from shop_r1.train_sft import last_checkpoint
+
+        found = last_checkpoint(str(out))
+        if found is None:
+            raise ToolError(
+                f"--resume: no checkpoint-N directory in {out}; run without --resume to start "
+                "fresh, or point --output-dir at the earlier run"
+            )
+        typer.echo(f"resuming from {found}", err=True)
 
 
 def _common_flags(**kw: Any) -> dict[str, Any]:
@@ -142,6 +232,7 @@ def sft(
     resume: bool = RESUME_OPT,
     ignore: list[str] = IGNORE_OPT,
     snapshot: Path = SNAPSHOT_OPT,
+    as_json: bool = JSON_OPT,
 ) -> None:
     """Supervised fine-tuning on (prompt, rationale + action) rows."""
     flags = _common_flags(
@@ -156,7 +247,7 @@ def sft(
         attn_implementation=attn,
         report_to=report_to,
     )
-    _run("sft", flags, config, sets, print_config, dry_run, resume, ignore, snapshot)
+    _run("sft", flags, config, sets, print_config, dry_run, resume, ignore, snapshot, as_json)
 
 
 @train_app.command("grpo")
@@ -180,6 +271,7 @@ def grpo(
     resume: bool = RESUME_OPT,
     ignore: list[str] = IGNORE_OPT,
     snapshot: Path = SNAPSHOT_OPT,
+    as_json: bool = JSON_OPT,
 ) -> None:
     """GRPO with the hierarchical Shop-R1 reward (+ rationale self-certainty)."""
     flags = _common_flags(
@@ -194,9 +286,23 @@ def grpo(
         use_vllm=use_vllm,
         report_to=report_to,
     )
-    _run("grpo", flags, config, sets, print_config, dry_run, resume, ignore, snapshot)
+    _run("grpo", flags, config, sets, print_config, dry_run, resume, ignore, snapshot, as_json)
 
 
 def register(app: typer.Typer) -> None:
     """Add `shop-r1 train sft|grpo`."""
     app.add_typer(train_app, name="train")
+
+
+def launch_config_checks() -> dict[str, Any]:
+    """`launch --config` is checked like `train --config` (wired by `shop_r1.cli`)."""
+    return {"sft": _launch_config_check("sft"), "grpo": _launch_config_check("grpo")}
+
+
+def _launch_config_check(command: str) -> Any:
+    def check(path: Path, data: dict[str, Any]) -> None:
+        from shop_r1.config import load_config
+
+        load_config(command, yaml_path=path)  # file:line: field: what is wrong
+
+    return check

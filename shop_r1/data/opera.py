@@ -131,8 +131,8 @@ def read_opera_rows(
         if not files:
             raise ToolError(f"{path}: no .parquet or .jsonl files inside")
         return (row for f in files for row in _read_file(f))
-    if "/" not in source:
-        raise ToolError(f"{source}: neither a local file nor a Hub dataset id like {HUB_ID}")
+    if "/" not in source or looks_local(source):
+        raise ToolError(f"{source}: no such file or folder, and not a Hub dataset id like {HUB_ID}")
     try:
         import datasets
     except ImportError:
@@ -145,16 +145,34 @@ def read_opera_rows(
         raise ToolError(f"{source} ({config}/{split}): cannot load from the Hub: {exc}") from None
 
 
+def looks_local(ref: str) -> bool:
+    """A reference written as a path (./x, ../x, /x, ~/x, x.jsonl), not a Hub id."""
+    return ref.startswith(("./", "../", "/", "~")) or ref.endswith((".jsonl", ".parquet", ".json"))
+
+
 def _read_file(path: Path) -> Iterable[dict[str, Any]]:
     if path.suffix == ".parquet":
         import pyarrow.parquet as pq
 
-        yield from pq.read_table(path).to_pylist()
+        try:
+            table = pq.read_table(path)
+        except Exception as exc:  # pyarrow raises several types for a corrupt file
+            raise ToolError(f"{path}: cannot read parquet ({exc}); is it a parquet file?") from None
+        yield from table.to_pylist()
         return
-    with path.open(encoding="utf-8") as fh:
-        for line_no, line in enumerate(fh, 1):
-            if line.strip():
-                try:
-                    yield json.loads(line)
-                except ValueError as exc:
-                    raise ToolError(f"{path}:{line_no}: not valid JSON ({exc})") from None
+    with path.open("rb") as fh:
+        for line_no, raw in enumerate(fh, 1):
+            if not raw.strip():
+                continue
+            try:
+                row = json.loads(raw.decode("utf-8"))
+            except UnicodeDecodeError:
+                raise ToolError(f"{path}:{line_no}: not UTF-8 text; is it a JSONL file?") from None
+            except ValueError as exc:
+                raise ToolError(f"{path}:{line_no}: not valid JSON ({exc})") from None
+            if not isinstance(row, dict):
+                raise ToolError(
+                    f"{path}:{line_no}: expected a JSON object (an OPeRA action row), "
+                    f"got {type(row).__name__}"
+                )
+            yield row

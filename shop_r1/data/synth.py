@@ -13,9 +13,10 @@ types possible there); `shop-r1 data stats` shows the mix that results.
 
 from __future__ import annotations
 
+import functools
 import random
 import zlib
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from html import escape
 
 from shop_r1.actions import ACTION_TYPES, Action
@@ -135,6 +136,7 @@ NAME_STYLES = [
 ]
 
 
+@functools.lru_cache(maxsize=8192)  # a few hundred distinct values, ~70 calls a session
 def _slug(text: str) -> str:
     return "".join(c if c.isalnum() else "_" for c in text.lower()).strip("_")
 
@@ -461,8 +463,15 @@ def _product_steps(s: _Shopper, base: str, items: list, goal: str) -> bool:
 
 def generate_sessions(n: int, seed: int = 0, mix: dict[str, float] | None = None) -> list[Session]:
     """`n` synthetic sessions; the same (n, seed, mix) always gives the same sessions."""
+    return list(iter_sessions(n, seed, mix))
+
+
+def iter_sessions(n: int, seed: int = 0, mix: dict[str, float] | None = None) -> Iterator[Session]:
+    """The sessions of `generate_sessions`, one at a time: each session has its own
+    seeded generator, so streaming them to disk needs constant memory."""
     weights = normalise_mix(mix)
-    return [_session(i, seed, weights) for i in range(n)]
+    for i in range(n):
+        yield _session(i, seed, weights)
 
 
 def normalise_mix(mix: dict[str, float] | None) -> dict[str, float]:

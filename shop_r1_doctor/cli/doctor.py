@@ -118,20 +118,15 @@ def register(app: typer.Typer) -> None:
         ),
     ) -> None:
         """Check whether this machine can train: GPUs, driver, torch, extensions, plan."""
-        from shop_r1_doctor.errors import ToolError
-
-        try:
-            code = run_doctor(
-                as_json=as_json,
-                save=save,
-                snapshot_file=snapshot,
-                dump_file=dump,
-                plan_file=plan,
-                fast=fast,
-                verbose=verbose,
-                timeout=timeout,
-            )
-        except ToolError as exc:
-            typer.echo(f"shop-r1: error: {exc}", err=True)
-            raise typer.Exit(exc.exit_code) from None
+        # a ToolError is formatted by the CLI's one error boundary (cli/output.py)
+        code = run_doctor(
+            as_json=as_json,
+            save=save,
+            snapshot_file=snapshot,
+            dump_file=dump,
+            plan_file=plan,
+            fast=fast,
+            verbose=verbose,
+            timeout=timeout,
+        )
         raise typer.Exit(code)

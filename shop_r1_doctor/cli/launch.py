@@ -4,12 +4,20 @@ from __future__ import annotations
 
 import shlex
 import sys
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 import typer
 
 from shop_r1_doctor.errors import ToolError
+
+# Set by the trainer's command wiring (shop_r1.commands.train.register): checks a
+# `--config` against the training config's types, so a launch script is never written
+# for a config that `shop-r1 train` would reject. The doctor does not import the trainer.
+CONFIG_VALIDATORS: dict[str, Callable[[Path, dict[str, Any]], None]] = {}
+MAX_GPUS_PER_NODE = 64  # more than any single host sold; a typo guard
+MAX_NODES = 4096
 
 
 def register(app: typer.Typer) -> None:
@@ -33,6 +41,7 @@ def launch(
         None, "--config", help="Training config YAML to start from."
     ),
     ray: bool = typer.Option(False, "--ray", help="Start / join a Ray cluster first."),
+    as_json: bool = typer.Option(False, "--json", help="Print shop-r1.launch/1 JSON."),
 ) -> None:
     """Write a launch script that carries the doctor's fixes (interpreter, GPU split, env, ports)."""
     from shop_r1_doctor.launch import LaunchRequest, plan_launch, render_launch
@@ -43,9 +52,21 @@ def launch(
         raise ToolError(f"launch {task}: unknown task; choose one of: {', '.join(TASKS)}")
     if auto == (profile is not None):
         raise ToolError("launch: pass exactly one of --auto or --profile NAME")
+    if gpus is not None and not 0 <= gpus <= MAX_GPUS_PER_NODE:
+        raise ToolError(f"--gpus {gpus}: GPUs per node must be 0 to {MAX_GPUS_PER_NODE}")
+    if not 1 <= nodes <= MAX_NODES:
+        raise ToolError(f"--nodes {nodes}: must be 1 to {MAX_NODES}")
+    if output.is_dir():
+        raise ToolError(f"-o {output}: is a directory; give the script's file name")
+    run_config = _read_config(config, task) if config else {}
     if auto:
         prof_name, facts_gpus, vllm_ok, consumer = _from_facts()
         prof = get_profile(prof_name)
+        if gpus is not None and gpus > facts_gpus:
+            raise ToolError(
+                f"--gpus {gpus}: this machine has {facts_gpus} GPU(s); pass at most that, "
+                "or --profile NAME to write a script for another machine"
+            )
     else:
         assert profile is not None
         prof = get_profile(profile)
@@ -59,7 +80,7 @@ def launch(
         model=model or DEFAULT_MODEL,
         data=data,
         output_dir=output_dir,
-        config=_read_config(config) if config else {},
+        config=run_config,
         ray=ray,
         vllm_available=vllm_ok,
         consumer_gpus=consumer,
@@ -69,18 +90,25 @@ def launch(
     )
     plan = plan_launch(request)
     rendered = render_launch(plan, output.name)
-    try:
-        output.parent.mkdir(parents=True, exist_ok=True)
-        for name, text in rendered.files.items():
-            path = output.parent / name
-            path.write_text(text, encoding="utf-8")
-            typer.echo(f"wrote {path}")
-        output.chmod(0o755)
-    except OSError as exc:
-        raise ToolError(f"{output}: cannot write: {exc.strerror}") from None
-    for decision in plan.decisions:
-        typer.echo(f"  - {decision}")
-    typer.echo(f"run: bash {output}")
+    from shop_r1_doctor.atomic import write_text
+    from shop_r1_doctor.cli.output import Output
+
+    written = []
+    for name, text in rendered.files.items():  # each file whole or not at all
+        path = output.parent / name
+        write_text(path, text)
+        written.append(str(path))
+    output.chmod(0o755)
+    payload = {"files": written, "decisions": list(plan.decisions), "run": f"bash {output}"}
+
+    def human(_: Any) -> None:
+        for path_text in written:
+            typer.echo(f"wrote {path_text}")
+        for decision in plan.decisions:
+            typer.echo(f"  - {decision}")
+        typer.echo(f"run: bash {output}")
+
+    Output(as_json).emit("shop-r1.launch/1", payload, human)
 
 
 def _from_facts() -> tuple[str, int, bool, bool]:
@@ -92,12 +120,15 @@ def _from_facts() -> tuple[str, int, bool, bool]:
     return layout_from_facts(Facts(collect_snapshot(fast=True)))
 
 
-def _read_config(path: Path) -> dict[str, Any]:
+def _read_config(path: Path, task: str) -> dict[str, Any]:
     from shop_r1_doctor.yamlio import read_yaml
 
     _, data = read_yaml(path, "config")
     if data is None:
         return {}
     if not isinstance(data, dict):
-        raise ToolError(f"{path}: a config must be a mapping of fields")
+        raise ToolError(f"{path}:1: a config must be a mapping of fields")
+    check = CONFIG_VALIDATORS.get(task)
+    if check is not None:
+        check(path, data)
     return data

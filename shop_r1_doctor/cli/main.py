@@ -11,14 +11,11 @@ inside the command function, so `shop-r1 --help` stays fast in any environment.
 
 from __future__ import annotations
 
-import os
-import sys
-
 import typer
 
 from shop_r1_doctor import __version__
 from shop_r1_doctor.cli import build_image, doctor, launch, profiles, report, run
-from shop_r1_doctor.errors import ToolError
+from shop_r1_doctor.cli.output import ShopR1Group
 
 DOCTOR_GROUPS = (doctor, profiles, build_image, launch, report, run)
 
@@ -30,13 +27,15 @@ def _version(value: bool) -> None:
 
 
 def make_app(help_text: str) -> typer.Typer:
-    """A root app with `--version` and the doctor's groups registered."""
+    """A root app with `--version`, `-h` and the doctor's groups registered."""
     root = typer.Typer(
         name="shop-r1",
         help=help_text,
         no_args_is_help=True,
         add_completion=False,
         pretty_exceptions_enable=False,
+        cls=ShopR1Group,  # the error boundary: one line per failure, documented exit codes
+        context_settings={"help_option_names": ["-h", "--help"]},
     )
 
     @root.callback(help=help_text)
@@ -53,14 +52,8 @@ def make_app(help_text: str) -> typer.Typer:
 
 
 def run_app(root: typer.Typer) -> None:
-    """Known failures become one line and exit 2 (SHOP_R1_DEBUG=1 for tracebacks)."""
-    try:
-        root()
-    except ToolError as exc:
-        if os.environ.get("SHOP_R1_DEBUG"):
-            raise
-        print(f"shop-r1: error: {exc}", file=sys.stderr)
-        sys.exit(exc.exit_code)
+    """Errors are formatted once, by ShopR1Group (SHOP_R1_DEBUG=1: tracebacks)."""
+    root(prog_name="shop-r1")
 
 
 app = make_app("Environment doctor for Shop-R1 (the trainer's commands: `shop-r1`).")

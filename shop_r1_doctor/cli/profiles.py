@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 from typing import Any
 
@@ -31,7 +30,10 @@ def list_cmd(
 
     profiles = load_profiles(directory)
     if as_json:
-        typer.echo(json.dumps([_summary(p) for p in profiles.values()], indent=2))
+        from shop_r1_doctor.cli.output import Output
+
+        items = [{"name": p.name, **_summary(p)} for p in profiles.values()]
+        Output(True).emit("shop-r1.profiles/1", {"profiles": items})
         return
     rows = [("profile", "GPUs (sm)", "torch", "vLLM", "flash-attn", "dtype")]
     for p in profiles.values():
@@ -55,7 +57,9 @@ def show_cmd(
 
     p = get_profile(name, directory)
     if as_json:
-        typer.echo(json.dumps(profile_to_json(p), indent=2))
+        from shop_r1_doctor.cli.output import Output
+
+        Output(True).emit("shop-r1.profile/1", profile_to_json(p))
         return
     cc = ", ".join(f"{a}.{b}" for a, b in p.match.compute_capabilities) or "none (no GPU)"
     lines = [

@@ -79,10 +79,20 @@ def gather(
 
 
 def read_log(path: Path) -> str:
+    from shop_r1_doctor.cli.output import progress
     from shop_r1_doctor.errors import ToolError
 
     try:
-        return path.read_text(encoding="utf-8", errors="replace")
+        if path.is_dir():
+            raise ToolError(f"{path}: is a directory; pass the log file your run wrote")
+        size = path.stat().st_size
+        chunks = []
+        # read in chunks so a multi-GB log shows progress (bytes, rate, ETA)
+        with path.open("rb") as fh, progress(f"reading {path.name}", size, "bytes") as bar:
+            while chunk := fh.read(1 << 22):
+                chunks.append(chunk)
+                bar(len(chunk))
+        return b"".join(chunks).decode("utf-8", errors="replace")
     except FileNotFoundError:
         raise ToolError(f"{path}: no such log file; pass the file your run wrote") from None
     except OSError as exc:
@@ -90,10 +100,10 @@ def read_log(path: Path) -> str:
 
 
 def write_report(path: Path, text: str) -> None:
+    from shop_r1_doctor.atomic import write_text
     from shop_r1_doctor.errors import ToolError
 
     try:
-        path.parent.mkdir(parents=True, exist_ok=True)
-        path.write_text(text, encoding="utf-8")
+        write_text(path, text)
     except OSError as exc:
         raise ToolError(f"{path}: cannot write the report: {exc.strerror}") from None

@@ -6,6 +6,7 @@ import json
 from pathlib import Path
 
 import pytest
+from cli_errors import error_line
 from typer.testing import CliRunner
 
 torch = pytest.importorskip("torch")
@@ -130,10 +131,9 @@ def test_cli_grpo_trains_a_tiny_local_model(tiny_model_dir, tmp_path):
     assert meta["context"] == "latest"
     run_file.write_text("context: [unclosed\n")
     broken = evaluate(str(tmp_path / "ev2"))
-    # a ToolError: the CLI's entry point prints it as one line (file:line: what)
-    message = str(broken.exception)
-    assert type(broken.exception).__name__ == "ToolError", broken.exception
-    assert message.startswith(f"{run_file}:2: not valid YAML") and "\n" not in message
+    # a ToolError: the CLI's error boundary prints it as one line (file:line: what)
+    message = error_line(broken)
+    assert message.startswith(f"shop-r1: error: {run_file}:2: not valid YAML")
 
 
 def test_cli_grpo_stops_on_fewer_prompts_than_one_generation_batch(tiny_model_dir, tmp_path):
