@@ -29,6 +29,18 @@ from shop_r1.data.synth import generate_sessions
 REFUSED = "http://127.0.0.1:9/v1"  # the discard port: nothing listens, connect is refused
 
 
+def _entry_module() -> str:
+    """The module that runs the full `shop-r1` CLI in a subprocess: `shop_r1.cli` once the
+    entry point sits above both packages (issue 12), before that the doctor's main."""
+    import shop_r1
+
+    has_root = (Path(shop_r1.__file__).parent / "cli.py").exists()
+    return "shop_r1.cli" if has_root else "shop_r1_doctor.cli.main"
+
+
+ENTRY = _entry_module()
+
+
 @pytest.fixture(scope="module")
 def files(tmp_path_factory: pytest.TempPathFactory) -> dict[str, str]:
     d = tmp_path_factory.mktemp("bad")
@@ -572,7 +584,7 @@ def test_ctrl_c_real_signal_mid_synth(tmp_path: Path) -> None:
 
     out = tmp_path / "big.jsonl"
     env = {**os.environ, "SHOP_R1_DEBUG": ""}
-    cmd = [sys.executable, "-m", "shop_r1_doctor.cli.main", "data", "synth", "--sessions"]
+    cmd = [sys.executable, "-m", ENTRY, "data", "synth", "--sessions"]
     proc = subprocess.Popen(
         [*cmd, "10000000", "-o", str(out)],
         stdout=subprocess.PIPE,
@@ -626,7 +638,7 @@ def test_ctrl_c_during_eval_retries_exits_at_once(files: dict[str, str], tmp_pat
     import subprocess
     import time
 
-    cmd = [sys.executable, "-m", "shop_r1_doctor.cli.main", "eval", "--data", files["gold"]]
+    cmd = [sys.executable, "-m", ENTRY, "eval", "--data", files["gold"]]
     cmd += ["--output-dir", str(tmp_path / "ev"), "--endpoint", REFUSED, "--served-model"]
     cmd += ["m", "--split", "all", "--retries", "6", "--timeout", "1"]
     env = {**os.environ, "SHOP_R1_DEBUG": ""}
