@@ -164,7 +164,7 @@ def evaluate_model(
 
 def write_outputs(result: EvalResult, output_dir: Path, *, title: str = "shop-r1 eval") -> None:
     """predictions.jsonl, metrics.json, report.md; each appears whole or not at all."""
-    from shop_r1_doctor.atomic import atomic_open, write_text
+    from shop_r1_doctor.api import atomic_open, write_text
 
     if output_dir.exists() and not output_dir.is_dir():
         raise ToolError(f"--output-dir {output_dir}: is a file; give a directory")

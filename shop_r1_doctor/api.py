@@ -13,6 +13,7 @@ from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
 
+from shop_r1_doctor.atomic import atomic_open, atomic_path, write_text
 from shop_r1_doctor.errors import ToolError
 from shop_r1_doctor.facts import Facts, parse_version
 from shop_r1_doctor.findings import Finding, Severity
@@ -46,6 +47,8 @@ __all__ = [
     "SafeLoader",
     "Severity",
     "ToolError",
+    "atomic_open",
+    "atomic_path",
     "collect_snapshot",
     "estimate_training_memory",
     "finding",
@@ -61,6 +64,7 @@ __all__ = [
     "run_checks",
     "sft_effective_batch",
     "vllm_memory_fraction",
+    "write_text",
 ]
 
 

@@ -132,7 +132,7 @@ def _run(
     # The resolved config goes next to the weights before training starts: `--config` takes
     # it back, and `shop-r1 eval --model <output_dir>` reads the split and prompt settings
     # from it so held-out prompts are built the way training built them.
-    from shop_r1_doctor.atomic import write_text
+    from shop_r1_doctor.api import write_text
 
     write_text(Path(cfg.output_dir) / RUN_CONFIG, render_config(cfg, source))
 

@@ -142,7 +142,7 @@ def write_sessions(
     parquet: one batch of rows plus the Arrow columns). The file appears only when
     complete (temporary file + rename), so a failure or Ctrl-C leaves nothing behind.
     `on_row` is called after each session (progress). Returns the number written."""
-    from shop_r1_doctor.atomic import atomic_open, atomic_path
+    from shop_r1_doctor.api import atomic_open, atomic_path
 
     path = Path(path)
     n = 0
