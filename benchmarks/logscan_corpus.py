@@ -118,7 +118,9 @@ def load_corpus(directory: Path = CORPUS) -> list[Case]:
         except yaml.YAMLError as exc:
             mark = getattr(exc, "problem_mark", None)
             line = f":{mark.line + 1}" if mark else ""
-            raise SystemExit(f"{path}{line}: not valid YAML ({getattr(exc, 'problem', exc)})") from None
+            raise SystemExit(
+                f"{path}{line}: not valid YAML ({getattr(exc, 'problem', exc)})"
+            ) from None
         if not isinstance(data, dict) or not isinstance(data.get("cases"), list):
             raise SystemExit(f"{path}: expected a mapping with 'family' and a 'cases' list")
         family = str(data.get("family") or path.stem)
@@ -182,7 +184,9 @@ def evaluate(cases: list[Case]) -> Report:
 
 def _print(report: Report, misses: bool) -> None:
     f = report.figures()
-    print(f"corpus: {f['cases']} real logs ({f['positives']} positives, {f['negatives']} negatives)")
+    print(
+        f"corpus: {f['cases']} real logs ({f['positives']} positives, {f['negatives']} negatives)"
+    )
     print("  by family: " + ", ".join(f"{k} {v}" for k, v in f["by_family"].items()))
     print(f"recall:         {f['recall']:.1%} ({f['recall_n']}/{f['positives']})")
     print(f"lead accuracy:  {f['lead_accuracy']:.1%} ({f['lead_n']}/{f['positives']})")
@@ -200,7 +204,9 @@ def _print(report: Report, misses: bool) -> None:
         for o in report.outcomes:
             wrong = (not o.case.negative and not o.lead_ok) or (o.case.negative and o.recognised)
             if wrong:
-                print(f"- {o.case.family}/{o.case.id}: expected {list(o.case.expected)}, got {list(o.recognised)}")
+                print(
+                    f"- {o.case.family}/{o.case.id}: expected {list(o.case.expected)}, got {list(o.recognised)}"
+                )
 
 
 def main(argv: list[str] | None = None) -> int:
