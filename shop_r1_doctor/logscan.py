@@ -298,10 +298,14 @@ def diagnose_log(text: str, context: str = "") -> LogDiagnosis:
 
 
 # Line prefixes added by launchers and by `shop-r1 run`, removed before reading blocks:
-# `[12:03:04.123] `, `(pid=5477) `, `(RayWorker pid=12, ip=10.0.0.1) `, `[rank0]: `.
+# `[12:03:04.123] `, `(pid=5477) `, `(RayWorker pid=12, ip=10.0.0.1) `, `[rank0]: `,
+# docker compose's `vllm-1  | `, mpirun's `[1,2]<stdout>:`, and vLLM's logger
+# `ERROR 01-11 13:09:40 engine.py:366] ` / `ERROR 04-30 10:20:36 [core.py:396] `.
 _PREFIX = re.compile(
     r"^(?:\[\d{2}:\d{2}:\d{2}(?:\.\d+)?\] |\((?:[\w:.-]+ )?pid=\d+(?:, ip=[\d.]+)?\) ?"
-    r"|\[(?:rank|default)\d+\]: ?)+",
+    r"|\[(?:rank|default)\d+\]: ?|[\w.-]+-\d+ +\| |\[\d+,\d+\]<std(?:out|err)>:"
+    r"|(?:DEBUG|INFO|WARNING|ERROR|CRITICAL) \d\d-\d\d \d\d:\d\d:\d\d(?:\.\d+)? "
+    r"(?:\[[\w.]+:\d+\]|[\w.]+:\d+\]) ?)+",
     re.M,
 )
 

@@ -152,3 +152,26 @@ def test_evidence_names_are_validated(tmp_path):
 def test_scan_log_keeps_line_order_and_gating():
     text = "GPU: NVIDIA GeForce RTX 5090\n" + NO_KERNEL
     assert [m.signature.code for m in scan_log(text)] == ["TORCH_NO_BLACKWELL_ARCH"]
+
+
+def test_launcher_and_vllm_prefixes_are_stripped_before_reading_the_traceback():
+    from shop_r1_doctor.logscan import extract_traceback
+
+    log = (
+        "ERROR 04-30 10:20:36 [core.py:396] Traceback (most recent call last):\n"
+        'ERROR 04-30 10:20:36 [core.py:396]   File "/x/vllm/v1/engine/core.py", line 387, in run\n'
+        "ERROR 04-30 10:20:36 [core.py:396]     engine_core = EngineCoreProc()\n"
+        "ERROR 04-30 10:20:36 [core.py:396] ValueError: No available memory for the cache blocks.\n"
+    )
+    assert extract_traceback(log) == (
+        "Traceback (most recent call last):\n"
+        '  File "/x/vllm/v1/engine/core.py", line 387, in run\n'
+        "    engine_core = EngineCoreProc()\n"
+        "ValueError: No available memory for the cache blocks."
+    )
+    compose = "vllm-1  | ERROR 11-18 18:07:28 engine.py:366] ValueError: boom\n"
+    mpi = "[1,2]<stdout>:Traceback (most recent call last):\n[1,2]<stdout>:KeyError: 'x'\n"
+    assert extract_traceback("Traceback (most recent call last):\n" + compose) == (
+        "Traceback (most recent call last):\nValueError: boom"
+    )
+    assert extract_traceback(mpi) == "Traceback (most recent call last):\nKeyError: 'x'"
