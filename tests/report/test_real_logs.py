@@ -175,3 +175,16 @@ def test_launcher_and_vllm_prefixes_are_stripped_before_reading_the_traceback():
         "Traceback (most recent call last):\nValueError: boom"
     )
     assert extract_traceback(mpi) == "Traceback (most recent call last):\nKeyError: 'x'"
+
+
+def test_an_arch_list_that_includes_blackwell_is_not_blackwell_evidence():
+    # cu128 torch on a Pascal card: sm_120 appears only in the list of supported archs.
+    log = (
+        "NVIDIA GeForce GTX 1080 with CUDA capability sm_61 is not compatible with the current PyTorch installation.\n"
+        "The current PyTorch install supports CUDA capabilities sm_70 sm_75 sm_80 sm_86 sm_90 sm_100 sm_120.\n"
+        + NO_KERNEL
+    )
+    codes = [m.code for m in diagnose_log(log).matches]
+    assert codes[0] == "TORCH_ARCH_UNSUPPORTED_GPU"
+    assert "TORCH_NO_BLACKWELL_ARCH" not in codes
+    assert lead("vllm serve m --port 5080\n" + NO_KERNEL) == "CUDA_NO_KERNEL_IMAGE"
