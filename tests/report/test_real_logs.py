@@ -32,7 +32,7 @@ CASES = corpus.load_corpus(CORPUS_DIR)
 REPORT = corpus.evaluate(CASES)
 
 MIN_RECALL = 0.99
-MIN_LEAD_ACCURACY = 0.99
+MIN_LEAD_ACCURACY = 0.98
 
 
 def test_corpus_size_and_shape():
