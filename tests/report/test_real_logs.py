@@ -188,3 +188,26 @@ def test_an_arch_list_that_includes_blackwell_is_not_blackwell_evidence():
     assert codes[0] == "TORCH_ARCH_UNSUPPORTED_GPU"
     assert "TORCH_NO_BLACKWELL_ARCH" not in codes
     assert lead("vllm serve m --port 5080\n" + NO_KERNEL) == "CUDA_NO_KERNEL_IMAGE"
+
+
+@pytest.mark.parametrize(
+    ("evidence", "message"),
+    [
+        ("  gpu: {pattern: '(', meaning: m}\n", "evidence 'gpu': pattern: not a valid regex"),
+        (
+            "  gpu: {pattern: 'RTX'}\n",
+            "evidence 'gpu': expected exactly the fields 'pattern' and 'meaning'",
+        ),
+        ("  GPU: {pattern: 'RTX', meaning: m}\n", "evidence 'GPU': names are lower_snake words"),
+    ],
+)
+def test_malformed_evidence_names_file_and_entry(tmp_path, evidence, message):
+    path = tmp_path / "sigs.yaml"
+    path.write_text(
+        "schema: shop-r1.log-signatures/1\nevidence:\n" + evidence + "signatures:\n"
+        "  - {id: a, code: X_Y, pattern: 'e', title: t, try: t, source: 'https://x', example: e}\n",
+        encoding="utf-8",
+    )
+    with pytest.raises(ToolError) as err:
+        load_knowledge_file(path)
+    assert str(path) in str(err.value) and message in str(err.value)
