@@ -4,6 +4,12 @@ Renderer only: it takes a snapshot, a diagnosis and the log text that the caller
 collected, and builds text. Everything it writes passes through `redact.redact_text`
 as the last step, so a secret in the command, the log or the snapshot cannot reach
 the file, whichever section it would have landed in.
+
+Two sources, kept apart: "from the log" (signatures matched in the log, ranked by the
+evidence the log itself carries) and "this machine" (the doctor's snapshot of the machine
+writing the report). When the log did not come from this machine's run (`report --log`
+without `--cmd`), this machine's findings are shown under their own heading and never
+feed the summary, the most likely cause or the steps to try.
 """
 
 from __future__ import annotations
@@ -17,10 +23,11 @@ from typing import Any
 from shop_r1_doctor.facts import Facts
 from shop_r1_doctor.findings import Finding
 from shop_r1_doctor.logscan import (
-    LogMatch,
+    LogDiagnosis,
+    RankedMatch,
+    diagnose_log,
     extract_fatal,
     extract_traceback,
-    scan_log,
     signal_lines,
 )
 from shop_r1_doctor.redact import redact_text
@@ -64,19 +71,27 @@ class ReportInput:
     log_text: str = ""
     outcome: RunOutcome = RunOutcome()
     doctor_error: str = ""  # the doctor itself failed: say so instead of hiding it
+    # False when the log may come from another machine (`report --log` without --cmd):
+    # the snapshot then describes only the machine writing the report.
+    log_from_this_machine: bool = True
+
+    @property
+    def machine_feeds_diagnosis(self) -> bool:
+        return self.log_from_this_machine or not self.log_text.strip()
 
 
 def build_report(data: ReportInput, *, hosts: bool = False, home: str | None = None) -> str:
     """The issue body (markdown), redacted."""
     log = data.log_text
-    matches = scan_log(log) if log else []
+    diagnosis = diagnose_log(log, context=data.outcome.command) if log else None
+    matches = list(diagnosis.matches) if diagnosis else []
     sections = [
         "# shop-r1 bug report",
         _summary(data, matches),
         _next_steps(data, matches),
-        _log_matches(matches),
+        _log_matches(matches, diagnosis),
         _findings(data),
-        _environment(Facts(data.snapshot)),
+        _environment(Facts(data.snapshot), data),
         _command(data.outcome),
         _crash(log),
         _tail(log, data.outcome),
@@ -86,21 +101,29 @@ def build_report(data: ReportInput, *, hosts: bool = False, home: str | None = N
     return redact_text(body, home=home, hosts=hosts)
 
 
-def _summary(data: ReportInput, matches: list[LogMatch]) -> str:
+def _summary(data: ReportInput, matches: list[RankedMatch]) -> str:
     out = data.outcome
     what = f"`{_one_line(out.command)}`" if out.command else "The command"
     took = f" (it ran for {_duration(out.seconds)})" if out.seconds is not None else ""
-    parts = [f"{what} {out.verdict or 'failed'}{took}."]
+    if data.log_from_this_machine or not data.log_text.strip():
+        parts = [f"{what} {out.verdict or 'failed'}{took}."]
+    else:
+        parts = [
+            "This report reads a log that was not produced by a run on this machine "
+            "(no command was given), so the diagnosis comes from the log alone."
+        ]
     if not data.log_text.strip():
         parts.append("Its log is empty." if out.log_path else "No log was attached.")
     elif matches:
-        named = "; ".join(f"**{m.signature.code}** ({m.signature.title})" for m in matches)
+        named = "; ".join(f"**{m.code}** ({m.signature.title})" for m in matches)
         parts.append(f"The log matches {_n(len(matches), 'known failure mode')}: {named}.")
     else:
         parts.append("No known failure signature was found in the log.")
     errors = [f for f in data.findings if f.severity == "error"]
     warnings = [f for f in data.findings if f.severity == "warning"]
-    if data.doctor_error:
+    if not data.machine_feeds_diagnosis:
+        pass  # this machine's findings are in their own section, never in the diagnosis
+    elif data.doctor_error:
         parts.append(f"The doctor could not diagnose this machine ({data.doctor_error}).")
     else:
         profile = f" (closest hardware profile: {data.profile})" if data.profile else ""
@@ -108,55 +131,80 @@ def _summary(data: ReportInput, matches: list[LogMatch]) -> str:
             f"The doctor found {_n(len(errors), 'error')} and {_n(len(warnings), 'warning')} "
             f"on this machine{profile}."
         )
-    cause = matches[0].signature.title if matches else (errors[0].title if errors else "")
-    if cause:
-        parts.append(f"Most likely cause: {cause}.")
+    if matches:
+        why = f" (the log shows {'; '.join(matches[0].why)})" if matches[0].why else ""
+        parts.append(f"Most likely cause: {matches[0].signature.title}{why}.")
+    elif errors and data.machine_feeds_diagnosis:
+        parts.append(f"Most likely cause: {errors[0].title}.")
     return "## Summary\n\n" + " ".join(parts)
 
 
-def _next_steps(data: ReportInput, matches: list[LogMatch]) -> str:
+def _next_steps(data: ReportInput, matches: list[RankedMatch]) -> str:
     steps: dict[str, str] = {}
     for m in matches:
-        steps.setdefault(m.signature.code, m.signature.try_)
-    for f in data.findings:
-        if f.severity != "info" and f.fix:
-            steps.setdefault(f.code, f.fix)
-    if not steps:
+        steps.setdefault(m.code, m.signature.try_)
+    if data.machine_feeds_diagnosis:
+        for f in data.findings:
+            if f.severity != "info" and f.fix:
+                steps.setdefault(f.code, f.fix)
+    if steps:
+        lines = [f"{i}. `{code}`: {fix}" for i, (code, fix) in enumerate(steps.items(), 1)]
+    elif not data.machine_feeds_diagnosis:
+        lines = [
+            "1. Run `shop-r1 doctor -v` on the machine that produced the log and attach its output.",
+            "2. Re-run there with `shop-r1 run -- <command>` so the full log is captured.",
+        ]
+    else:
         lines = [
             "1. Run `shop-r1 doctor -v` and attach its output.",
             "2. Re-run with `shop-r1 run -- <command>` so the full log is captured.",
         ]
-    else:
-        lines = [f"{i}. `{code}`: {fix}" for i, (code, fix) in enumerate(steps.items(), 1)]
     return "## What to try next\n\n" + "\n".join(lines[:10])
 
 
-def _log_matches(matches: list[LogMatch]) -> str:
+def _log_matches(matches: list[RankedMatch], diagnosis: LogDiagnosis | None) -> str:
     if not matches:
         return ""
-    rows = ["| code | log line | meaning | source |", "|---|---|---|---|"]
-    for m in matches:
+    rows = [
+        "Most likely first: ranked by the evidence in the log itself (GPU, compute capability, "
+        "frameworks in the traceback, platform), then by where it appears.",
+        "",
+        "| # | code | log line | meaning | evidence in the log | source |",
+        "|---|---|---|---|---|---|",
+    ]
+    for i, m in enumerate(matches, 1):
         sig = m.signature
         also = f" (or {', '.join(sig.also)})" if sig.also else ""
-        line = _cell(f"{m.line_no}: {m.line}")
-        rows.append(f"| `{sig.code}`{also} | `{line}` | {_cell(sig.title)} | {sig.source} |")
-    return "## Known failure modes recognised in the log\n\n" + "\n".join(rows)
+        line = _cell(f"{m.match.line_no}: {m.match.line}")
+        why = _cell("; ".join(m.why)) if m.why else ""
+        rows.append(
+            f"| {i} | `{sig.code}`{also} | `{line}` | {_cell(sig.title)} | {why} | {sig.source} |"
+        )
+    return "## From the log: known failure modes\n\n" + "\n".join(rows)
+
+
+_NOT_THE_LOGS_MACHINE = (
+    "The checks below describe the machine that wrote this report, which need not be the one "
+    "that produced the log; they are not part of the diagnosis above."
+)
 
 
 def _findings(data: ReportInput) -> str:
+    title = "## This machine: doctor findings"
+    note = "" if data.machine_feeds_diagnosis else _NOT_THE_LOGS_MACHINE + "\n\n"
     if data.doctor_error:
-        return f"## Doctor findings\n\nThe doctor failed: {data.doctor_error}"
+        return f"{title}\n\n{note}The doctor failed: {data.doctor_error}"
     if not data.findings:
-        return "## Doctor findings\n\nNo problems found in the environment."
+        return f"{title}\n\n{note}No problems found in the environment."
     lines = []
     for f in data.findings:
         lines.append(f"- [{_ICON.get(f.severity, '?')}] **{f.code}** ({f.severity}): {f.title}")
         if f.fix:
             lines.append(f"  - fix: {f.fix}")
-    return "## Doctor findings\n\n" + "\n".join(lines)
+    return f"{title}\n\n{note}" + "\n".join(lines)
 
 
-def _environment(facts: Facts) -> str:
+def _environment(facts: Facts, data: ReportInput) -> str:
     host, py = facts.host, facts.host.get("python")
     rows = [
         ("OS", _join(host.get("os"), host.get("os_release"), host.get("kernel"), host.get("arch"))),
@@ -176,7 +224,8 @@ def _environment(facts: Facts) -> str:
         version = facts.package(name)
         rows.append((name, str(version.get("version")) if version else "not installed"))
     table = ["| | |", "|---|---|"] + [f"| {k} | {_cell(v or 'unknown')} |" for k, v in rows]
-    return "## Environment\n\n" + "\n".join(table)
+    note = "" if data.machine_feeds_diagnosis else "Of the machine writing this report.\n\n"
+    return "## This machine: environment\n\n" + note + "\n".join(table)
 
 
 def _command(outcome: RunOutcome) -> str:
@@ -217,7 +266,7 @@ def _tail(log: str, outcome: RunOutcome) -> str:
 def _snapshot(snapshot: dict[str, Any]) -> str:
     text = json.dumps(snapshot, indent=2, ensure_ascii=False)
     return (
-        "<details><summary>Full environment snapshot (JSON)</summary>\n\n"
+        "<details><summary>Full environment snapshot of this machine (JSON)</summary>\n\n"
         + _fence(text, "json")
         + "\n\n</details>"
     )

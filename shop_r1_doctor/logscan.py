@@ -3,6 +3,14 @@
 The signatures are data (`knowledge/log_signatures.yaml`), loaded and validated here
 once: each pattern must compile and match its own example line, so a broken regex
 fails at load time with the file and entry named, never silently at scan time.
+
+The same file names the evidence a log can carry (a Blackwell GPU, an old GPU, TRL or
+vLLM in the traceback, WSL, a container, ...). A signature may require evidence
+(`when`), be ruled out by it (`unless`) and carry a `rank`; `diagnose_log` orders the
+matches by rank, then by how much of their evidence the log shows, then by line, so the
+report leads with the cause the log supports rather than with the first line that
+matched. A symptom shared by several causes maps to a generic code unless the log shows
+the specific one (knowledge kept in the YAML, not here).
 """
 
 from __future__ import annotations
@@ -22,7 +30,17 @@ SIGNATURES_PATH = Path(__file__).with_name("knowledge") / "log_signatures.yaml"
 SIGNATURES_SCHEMA = "shop-r1.log-signatures/1"
 _CODE = re.compile(r"[A-Z][A-Z0-9_]+")
 _REQUIRED = ("id", "code", "pattern", "title", "try", "source", "example")
-_OPTIONAL = ("also", "silent")
+_OPTIONAL = ("also", "silent", "when", "unless", "prefer", "rank")
+_EVIDENCE_NAME = re.compile(r"[a-z][a-z0-9_]*")
+
+
+@dataclass(frozen=True)
+class Evidence:
+    """A fact a log can show about the run: a GPU family, a framework, a platform."""
+
+    name: str
+    pattern: re.Pattern[str]
+    meaning: str
 
 
 @dataclass(frozen=True)
@@ -36,6 +54,10 @@ class Signature:
     example: str
     also: tuple[str, ...] = ()
     silent: bool = False  # the failure lets the process exit 0 (training "succeeds")
+    when: tuple[str, ...] = ()  # evidence that must all be in the log for this to apply
+    unless: tuple[str, ...] = ()  # evidence that rules this signature out
+    prefer: tuple[str, ...] = ()  # evidence that makes this the likelier reading
+    rank: int = 0  # root causes above their consequences; generic codes below specific
 
     @property
     def codes(self) -> tuple[str, ...]:
@@ -50,12 +72,25 @@ class LogMatch:
     line: str  # that line, stripped and cut to 300 characters
 
 
+@dataclass(frozen=True)
+class Knowledge:
+    signatures: tuple[Signature, ...]
+    evidence: tuple[Evidence, ...] = ()
+
+
 def parse_signatures(
     data: Any, file: str, lines: dict[int, int] | None = None
 ) -> tuple[Signature, ...]:
     """Validate the YAML document; `lines` maps entry index -> line (for messages)."""
+    return parse_knowledge(data, file, lines).signatures
+
+
+def parse_knowledge(data: Any, file: str, lines: dict[int, int] | None = None) -> Knowledge:
+    """Signatures and evidence patterns; every `when`/`unless`/`prefer` name must exist."""
     if not isinstance(data, dict) or data.get("schema") != SIGNATURES_SCHEMA:
         raise ToolError(f"{file}: field 'schema' must be {SIGNATURES_SCHEMA!r}")
+    evidence = _parse_evidence(data.get("evidence", {}), file)
+    known = {e.name for e in evidence}
     entries = data.get("signatures")
     if not isinstance(entries, list) or not entries:
         raise ToolError(f"{file}: field 'signatures' must be a non-empty list")
@@ -69,6 +104,33 @@ def parse_signatures(
         if out[-1].id in seen:
             raise ToolError(f"{where}: id: duplicate id; give each signature its own id")
         seen.add(out[-1].id)
+        for key in ("when", "unless", "prefer"):
+            for name in getattr(out[-1], key):
+                if name not in known:
+                    raise ToolError(
+                        f"{where}: {key}: unknown evidence {name!r}; "
+                        f"known: {', '.join(sorted(known)) or 'none'}"
+                    )
+    return Knowledge(tuple(out), evidence)
+
+
+def _parse_evidence(section: Any, file: str) -> tuple[Evidence, ...]:
+    if not isinstance(section, dict):
+        raise ToolError(f"{file}: field 'evidence' must be a mapping of name -> pattern")
+    out = []
+    for name, entry in section.items():
+        where = f"{file}: evidence {name!r}"
+        if not isinstance(name, str) or not _EVIDENCE_NAME.fullmatch(name):
+            raise ToolError(f"{where}: names are lower_snake words")
+        if not isinstance(entry, dict) or set(entry) != {"pattern", "meaning"}:
+            raise ToolError(f"{where}: expected exactly the fields 'pattern' and 'meaning'")
+        if not all(isinstance(entry[k], str) and entry[k].strip() for k in entry):
+            raise ToolError(f"{where}: pattern and meaning must be non-empty strings")
+        try:
+            pattern = re.compile(entry["pattern"])
+        except re.error as exc:
+            raise ToolError(f"{where}: pattern: not a valid regex ({exc})") from None
+        out.append(Evidence(name, pattern, entry["meaning"]))
     return tuple(out)
 
 
@@ -91,6 +153,13 @@ def _parse_entry(entry: Any, where: str) -> Signature:
             raise ToolError(f"{where}: code {code!r} is not an UPPER_SNAKE finding code")
     if not isinstance(entry.get("silent", False), bool):
         raise ToolError(f"{where}: silent: expected true or false")
+    for key in ("when", "unless", "prefer"):
+        names = entry.get(key, [])
+        if not isinstance(names, list) or not all(isinstance(n, str) for n in names):
+            raise ToolError(f"{where}: {key}: expected a list of evidence names")
+    rank = entry.get("rank", 0)
+    if not isinstance(rank, int) or isinstance(rank, bool):
+        raise ToolError(f"{where}: rank: expected an integer")
     if not entry["source"].startswith("https://"):
         raise ToolError(f"{where}: source: expected an https:// URL")
     try:
@@ -109,14 +178,22 @@ def _parse_entry(entry: Any, where: str) -> Signature:
         example=entry["example"],
         also=tuple(also),
         silent=entry.get("silent", False),
+        when=tuple(entry.get("when", [])),
+        unless=tuple(entry.get("unless", [])),
+        prefer=tuple(entry.get("prefer", [])),
+        rank=rank,
     )
 
 
 def load_signatures_file(path: str | Path) -> tuple[Signature, ...]:
+    return load_knowledge_file(path).signatures
+
+
+def load_knowledge_file(path: str | Path) -> Knowledge:
     p = Path(path)
     text, data = read_yaml(p, "log signatures")
     node = yaml.compose(text, Loader=SafeLoader)  # line numbers of the entries
-    return parse_signatures(data, str(p), _entry_lines(node))
+    return parse_knowledge(data, str(p), _entry_lines(node))
 
 
 def _entry_lines(node: Any) -> dict[int, int]:
@@ -130,16 +207,42 @@ def _entry_lines(node: Any) -> dict[int, int]:
 
 
 @functools.lru_cache(maxsize=1)
+def load_knowledge() -> Knowledge:
+    """The shipped signatures and evidence, validated once per process."""
+    return load_knowledge_file(SIGNATURES_PATH)
+
+
 def load_signatures() -> tuple[Signature, ...]:
     """The shipped signatures, validated once per process."""
-    return load_signatures_file(SIGNATURES_PATH)
+    return load_knowledge().signatures
 
 
-def scan_log(text: str, signatures: tuple[Signature, ...] | None = None) -> list[LogMatch]:
-    """Known failure modes in `text`, in the order they first appear; one per code."""
+def find_evidence(text: str, evidence: tuple[Evidence, ...] | None = None) -> dict[str, str]:
+    """Evidence name -> the first text in `text` that shows it (for the report's 'why')."""
+    found: dict[str, str] = {}
+    for ev in evidence if evidence is not None else load_knowledge().evidence:
+        m = ev.pattern.search(text)
+        if m is not None:
+            found[ev.name] = " ".join(m.group(0).split())[:80]
+    return found
+
+
+def scan_log(
+    text: str,
+    signatures: tuple[Signature, ...] | None = None,
+    *,
+    evidence: dict[str, str] | None = None,
+) -> list[LogMatch]:
+    """Known failure modes in `text`, in the order they first appear; one per code.
+
+    A signature whose `when` evidence is missing, or whose `unless` evidence is present,
+    does not apply (`evidence` defaults to what the text itself shows)."""
     text = strip_prefixes(text)
+    shown = find_evidence(text) if evidence is None else evidence
     found: dict[str, LogMatch] = {}
     for sig in signatures if signatures is not None else load_signatures():
+        if any(e not in shown for e in sig.when) or any(e in shown for e in sig.unless):
+            continue
         m = sig.pattern.search(text)
         if m is None:
             continue
@@ -154,11 +257,55 @@ def scan_log(text: str, signatures: tuple[Signature, ...] | None = None) -> list
     return sorted(found.values(), key=lambda m: m.line_no)
 
 
+@dataclass(frozen=True)
+class RankedMatch:
+    match: LogMatch
+    why: tuple[str, ...]  # the evidence that selected or raised this reading
+
+    @property
+    def code(self) -> str:
+        return self.match.signature.code
+
+    @property
+    def signature(self) -> Signature:
+        return self.match.signature
+
+
+@dataclass(frozen=True)
+class LogDiagnosis:
+    matches: tuple[RankedMatch, ...]  # most likely first
+    evidence: dict[str, str]  # evidence name -> the text that showed it
+
+    @property
+    def lead(self) -> RankedMatch | None:
+        return self.matches[0] if self.matches else None
+
+
+def diagnose_log(text: str, context: str = "") -> LogDiagnosis:
+    """The known failure modes in `text`, most likely first.
+
+    `context` is other text about the same run (the command that failed): it counts as
+    evidence (a `trl vllm-serve` command shows TRL) but is never matched as a symptom."""
+    stripped = strip_prefixes(text)
+    evidence = find_evidence(stripped + "\n" + context if context else stripped)
+    ranked = []
+    for m in scan_log(stripped, evidence=evidence):
+        sig = m.signature
+        support = [e for e in (*sig.when, *sig.prefer) if e in evidence]
+        ranked.append((sig.rank, len(support), m, tuple(f"{e}: {evidence[e]}" for e in support)))
+    ranked.sort(key=lambda r: (-r[0], -r[1], r[2].line_no))
+    return LogDiagnosis(tuple(RankedMatch(m, why) for _, _, m, why in ranked), evidence)
+
+
 # Line prefixes added by launchers and by `shop-r1 run`, removed before reading blocks:
-# `[12:03:04.123] `, `(pid=5477) `, `(RayWorker pid=12, ip=10.0.0.1) `, `[rank0]: `.
+# `[12:03:04.123] `, `(pid=5477) `, `(RayWorker pid=12, ip=10.0.0.1) `, `[rank0]: `,
+# docker compose's `vllm-1  | `, mpirun's `[1,2]<stdout>:`, and vLLM's logger
+# `ERROR 01-11 13:09:40 engine.py:366] ` / `ERROR 04-30 10:20:36 [core.py:396] `.
 _PREFIX = re.compile(
     r"^(?:\[\d{2}:\d{2}:\d{2}(?:\.\d+)?\] |\((?:[\w:.-]+ )?pid=\d+(?:, ip=[\d.]+)?\) ?"
-    r"|\[(?:rank|default)\d+\]: ?)+",
+    r"|\[(?:rank|default)\d+\]: ?|[\w.-]+-\d+ +\| |\[\d+,\d+\]<std(?:out|err)>:"
+    r"|(?:DEBUG|INFO|WARNING|ERROR|CRITICAL) \d\d-\d\d \d\d:\d\d:\d\d(?:\.\d+)? "
+    r"(?:\[[\w.]+:\d+\]|[\w.]+:\d+\]) ?)+",
     re.M,
 )
 

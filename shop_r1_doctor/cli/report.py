@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from dataclasses import replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -17,8 +18,12 @@ def register(app: typer.Typer) -> None:
 
 
 def report(
-    log: Path | None = typer.Option(None, "--log", help="Log file of the failing run."),
-    cmd: str = typer.Option("", "--cmd", help="The command that failed, as you ran it."),
+    log: Path | None = typer.Option(
+        None, "--log", help="Log file of the failing run (without --cmd: read as from elsewhere)."
+    ),
+    cmd: str = typer.Option(
+        "", "--cmd", help="The command that failed, as you ran it on this machine."
+    ),
     output: Path | None = typer.Option(
         None, "-o", "--output", help="Write the issue body here (default: print it)."
     ),
@@ -30,12 +35,19 @@ def report(
     ),
     fast: bool = typer.Option(False, "--fast", help="Skip the probes that import torch."),
 ) -> None:
-    """Write a markdown issue body: summary, findings, environment, log, traceback."""
+    """Write a markdown issue body: summary, findings, environment, log, traceback.
+
+    With --log but no --cmd the log is treated as coming from elsewhere: the diagnosis
+    uses the log alone and this machine's findings are listed apart, labelled as such."""
     from shop_r1_doctor.bugreport import RunOutcome, build_report
 
     log_text = read_log(log) if log else ""
     outcome = RunOutcome(command=cmd, log_path=str(log) if log else None)
     data = gather(outcome, log_text, snapshot_path=snapshot, fast=fast)
+    if log and not cmd:
+        # A log without the command that wrote it may come from anywhere (a pasted issue,
+        # another node): this machine's findings must not explain it.
+        data = replace(data, log_from_this_machine=False)
     text = build_report(data, hosts=redact_hosts)
     if output is None:
         typer.echo(text, nl=False)

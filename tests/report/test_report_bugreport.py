@@ -125,9 +125,9 @@ def test_report_sections_for_a_real_tiny_dataset_run():
     assert headings == [
         "## Summary",
         "## What to try next",
-        "## Known failure modes recognised in the log",
-        "## Doctor findings",
-        "## Environment",
+        "## From the log: known failure modes",
+        "## This machine: doctor findings",
+        "## This machine: environment",
         "## Failing command",
         "## Last 8 lines of the log",
     ]
@@ -142,6 +142,79 @@ def test_report_sections_for_a_real_tiny_dataset_run():
     # Progress bars rewritten with \r show as the terminal shows them: their last state.
     assert "Writing model shards: 100%" in report
     assert "~/.venv/lib/python3.11" in report  # home -> ~
+
+
+BLACKWELL_LOG = (
+    "NVIDIA GeForce RTX 5090 with CUDA capability sm_120 is not compatible with the current "
+    "PyTorch installation.\n"
+    "RuntimeError: CUDA error: no kernel image is available for execution on the device\n"
+)
+
+
+def test_a_log_from_elsewhere_is_diagnosed_from_the_log_alone():
+    # `report --log` without --cmd: the H100 machine writing the report is not the RTX 5090
+    # that produced the log, so its flash-attn error must not explain the failure.
+    data = ReportInput(
+        snapshot=SNAPSHOT,
+        findings=[FINDING],
+        profile="hopper",
+        log_text=BLACKWELL_LOG,
+        outcome=RunOutcome(log_path="pasted.log"),
+        log_from_this_machine=False,
+    )
+    report = build_report(data, home="/home/tester")
+    summary = report.split("## What to try next")[0]
+    steps = report.split("## What to try next")[1].split("## ")[0]
+    assert "not produced by a run on this machine" in summary
+    assert "Most likely cause: this torch build has no kernels for the Blackwell GPU" in summary
+    assert "(the log shows blackwell: RTX 5090)" in summary
+    assert "FA_REQUESTED_NOT_INSTALLED" not in summary + steps
+    assert "on this machine (closest hardware profile" not in summary
+    machine = report.split("## This machine: doctor findings")[1]
+    assert machine.lstrip().startswith(
+        "The checks below describe the machine that wrote this report"
+    )
+    assert "**FA_REQUESTED_NOT_INSTALLED** (error)" in machine
+
+
+def test_a_log_from_elsewhere_without_a_match_names_no_machine_cause():
+    data = ReportInput(
+        snapshot=SNAPSHOT,
+        findings=[FINDING],
+        log_text="Traceback (most recent call last):\nKeyError: 'prompt'\n",
+        outcome=RunOutcome(log_path="pasted.log"),
+        log_from_this_machine=False,
+    )
+    report = build_report(data, home="/home/tester")
+    summary = report.split("## What to try next")[0]
+    assert "No known failure signature was found in the log." in summary
+    assert "Most likely cause" not in summary
+    assert "on the machine that produced the log" in report
+
+
+def test_this_machines_run_keeps_its_findings_in_the_diagnosis():
+    data = ReportInput(
+        snapshot=SNAPSHOT,
+        findings=[FINDING],
+        log_text="Traceback (most recent call last):\nKeyError: 'prompt'\n",
+        outcome=RunOutcome(command="python train.py", exit_code=1),
+    )
+    report = build_report(data, home="/home/tester")
+    summary = report.split("## What to try next")[0]
+    assert (
+        "Most likely cause: flash_attention_2 requested but flash-attn is not installed." in summary
+    )
+    assert "1 error and 0 warnings on this machine" in summary
+
+
+def test_the_command_counts_as_evidence_for_the_ranking():
+    dup = "NCCL WARN Duplicate GPU detected : rank 1 and rank 0 both on CUDA device 1000\n"
+    for command, code in (
+        ("python train_ddp.py", "RANKS_SHARE_GPU"),
+        ("trl vllm-serve --model m", "TRL_SERVER_MODE_SAME_GPU"),
+    ):
+        data = ReportInput(snapshot=SNAPSHOT, log_text=dup, outcome=RunOutcome(command=command))
+        assert f"The log matches 1 known failure mode: **{code}**" in build_report(data, home="/h")
 
 
 def test_a_log_with_backticks_cannot_break_the_code_fence():
@@ -208,3 +281,29 @@ def test_report_cli_missing_log_is_one_line_exit_2(tmp_path):
         proc.stderr.strip()
         == f"shop-r1: error: {tmp_path / 'nope.log'}: no such log file; pass the file your run wrote"
     )
+
+
+def test_report_cli_log_without_cmd_is_read_as_from_elsewhere(tmp_path):
+    snap_path = tmp_path / "env.json"
+    snap_path.write_text(json.dumps(SNAPSHOT), encoding="utf-8")
+    log = tmp_path / "pasted.log"
+    log.write_text(BLACKWELL_LOG, encoding="utf-8")
+    proc = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "shop_r1_doctor.cli.main",
+            "report",
+            "--snapshot",
+            str(snap_path),
+            "--log",
+            str(log),
+        ],
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert proc.returncode == 0, proc.stderr
+    assert "not produced by a run on this machine" in proc.stdout
+    assert "Most likely cause: this torch build has no kernels for the Blackwell GPU" in proc.stdout
+    assert "Of the machine writing this report." in proc.stdout

@@ -80,10 +80,16 @@ def test_every_signature_code_is_a_doctor_code():
 
 
 # Lines from the incident logs in ../shared/seeds/ and what they must be recognised as.
+# Seed 002 ran on Windows: its environment line travels with the raylet lines, since the
+# Windows reading of a raylet crash needs Windows evidence in the log.
+SEED_002_ENV = "**Environment**: Windows 11, MINGW64, conda environment `arpo`\n"
 INCIDENT_LINES = [
-    ("[raylet] *** SIGSEGV received at time=1762934554 ***", "RAY_WINDOWS_AGENT_CRASH"),
     (
-        "[raylet] The raylet exited immediately because one Ray agent failed, "
+        SEED_002_ENV + "[raylet] *** SIGSEGV received at time=1762934554 ***",
+        "RAY_WINDOWS_AGENT_CRASH",
+    ),
+    (
+        SEED_002_ENV + "[raylet] The raylet exited immediately because one Ray agent failed, "
         "agent_name = dashboard_agent",
         "RAY_WINDOWS_AGENT_CRASH",
     ),
@@ -117,7 +123,9 @@ INCIDENT_LINES = [
         "FA_REQUESTED_NOT_INSTALLED",
     ),
     (
-        "NCCL error: Duplicate GPU detected: rank 1 and rank 0 both on CUDA device",
+        # seed 004: TRL's vLLM weight sync (PyNcclCommunicator) on one GPU
+        "RL crash on NCCL init with PyNcclCommunicator: "
+        "\u201cDuplicate GPU detected: rank 1 and rank 0 both on CUDA device\u201d.",
         "TRL_SERVER_MODE_SAME_GPU",
     ),
     ('persistent "no single sample in epoch_iterator" error', "TRAINER_ZERO_STEPS_TINY_DATASET"),
