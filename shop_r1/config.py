@@ -10,6 +10,7 @@ invalid value into one error that names each field. `"auto"` means: decided by
 from __future__ import annotations
 
 import dataclasses
+import math
 import os
 import types
 import typing
@@ -373,7 +374,27 @@ def load_config(
             values[key] = value
             source[key] = "flag"
     _processes_from_launcher(values, source)
+    _default_batch_for_processes(cls, values, source)
     return cls(**values), source
+
+
+def _default_batch_for_processes(
+    cls: type[_RunConfig], values: dict[str, Any], source: dict[str, str]
+) -> None:
+    """The default global batch, rounded up so every process takes the same share (and,
+    for GRPO, whole groups): `launch --gpus 4` trains GRPO on 3 processes, and 64 rows
+    do not split in 3. A global batch set in a file or flag is left to the check."""
+    procs = values.get("num_processes", 1)
+    if "global_batch_size" in values or not isinstance(procs, int) or procs < 1:
+        return
+    default = next(f.default for f in dataclasses.fields(cls) if f.name == "global_batch_size")
+    unit = procs
+    if cls is GRPORunConfig:
+        gens = values.get("num_generations", GRPORunConfig.num_generations)
+        unit = math.lcm(procs, gens) if isinstance(gens, int) and gens >= 1 else procs
+    if isinstance(default, int) and default % unit:
+        values["global_batch_size"] = -(-default // unit) * unit
+        source["global_batch_size"] = f"default rounded up to a multiple of {unit}"
 
 
 def _processes_from_launcher(values: dict[str, Any], source: dict[str, str]) -> None:

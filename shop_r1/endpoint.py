@@ -9,6 +9,7 @@ request, so it stops the run at once instead of burning retries on thousands of 
 from __future__ import annotations
 
 import json
+import threading
 import time
 import urllib.error
 import urllib.request
@@ -126,9 +127,22 @@ def complete_all(
     if concurrency < 1:
         raise ToolError(f"--concurrency: {concurrency} must be >= 1")
     results: list[Completion | None] = [None] * len(prompts)
+    # Set by the first non-retryable error: queued prompts then send nothing, so at most
+    # one request per worker follows it, however the threads are scheduled.
+    stop = threading.Event()
+
+    def one(messages: Sequence[dict]) -> Completion | None:
+        if stop.is_set():
+            return None
+        try:
+            return complete(cfg, messages)
+        except ToolError:
+            stop.set()
+            raise
+
     pool = ThreadPoolExecutor(max_workers=concurrency)
     try:
-        futures = {pool.submit(complete, cfg, p): i for i, p in enumerate(prompts)}
+        futures = {pool.submit(one, p): i for i, p in enumerate(prompts)}
         for future in as_completed(futures):
             # .result() re-raises a ToolError (non-retryable HTTP status): stop everything.
             results[futures[future]] = future.result()

@@ -306,3 +306,121 @@ def test_rouge_threshold_credit_is_zero_below_and_exact_at_threshold():
     at = reward_components(out(Action("click", "a b c x")), gold, RewardConfig(threshold=0.75))
     below = reward_components(out(Action("click", "a b c x")), gold, RewardConfig(threshold=0.7501))
     assert at["value"] == 750.0 and below["value"] == 0.0
+
+
+# ---------------------------------------------------------------- rewards: the rest of the table
+def test_reward_bounds_are_the_largest_component_values():
+    assert RewardConfig().bounds() == {
+        "format": 0.5,
+        "type": 0.3,
+        "attribute": 0.2,
+        "value": 1000.1,
+    }
+    cfg = RewardConfig(click_name=0.1, tas_name=0.2, tas_text=0.3, dars=5.0, tas_name_value=2.0)
+    assert cfg.bounds() == {"format": 0.5, "type": 0.3, "attribute": 0.5, "value": 7.0}
+    assert RewardConfig(click_name=0.9).bounds()["attribute"] == 0.9
+    assert RewardConfig(binary=True, format=0.4).bounds() == {
+        "format": 0.4,
+        "type": 0.0,
+        "attribute": 0.0,
+        "value": 1.0,
+    }
+
+
+@pytest.mark.parametrize(
+    "kw",
+    [{"alpha": -0.1}, {"strict": True, "alpha": float("nan")}, {"dars": -1.0}, {"threshold": 1.5}],
+)
+def test_reward_config_rejects_bad_weights_after_the_booleans(kw):
+    with pytest.raises(ValueError, match="rewards\\."):
+        RewardConfig(**kw)
+
+
+def test_reward_config_accepts_zero_weights():
+    assert RewardConfig(format=0.0, type=0.0, dars=0.0, threshold=0.0, alpha=0.0).dars == 0.0
+
+
+def test_empty_gold_fields_are_compared_as_empty():
+    # a gold with an empty name/text: a prediction "XXXX" shares nothing with it
+    empty_click = Action("click", "")
+    parts = reward_components(out(Action("click", "XXXX")), empty_click)
+    assert parts["value"] == 0.0 and parts["attribute"] == 0.2
+    empty_text = Action("type_and_submit", "", "")
+    parts = reward_components(out(Action("type_and_submit", "XXXX", "XXXX")), empty_text)
+    assert parts["value"] == 0.0 and parts["attribute"] == pytest.approx(0.2)
+
+
+def test_completion_text_of_every_trl_shape():
+    from shop_r1.rewards import completion_text
+
+    text = out(CLICK)
+    assert completion_text(text) == text
+    assert completion_text([{"role": "assistant", "content": text}]) == text
+    parts = [
+        {"type": "text", "text": text[:5]},
+        "skip",
+        {"type": "image"},
+        {"type": "text", "text": text[5:]},
+    ]
+    assert completion_text([{"role": "assistant", "content": parts}]) == text
+    assert completion_text([{"role": "assistant", "content": None}]) == ""
+    assert (
+        completion_text([]) == ""
+        and completion_text(["plain"]) == ""
+        and completion_text(None) == ""
+    )
+
+
+def test_reward_functions_take_dict_golds_and_use_their_config():
+    from shop_r1.rewards import build_reward_funcs
+
+    funcs = build_reward_funcs(RewardConfig(dars=10.0, format=0.25, type=0.5, click_name=0.75))
+    gold = {"type": "click", "name": "buy"}
+    completions = [out(CLICK), out(TERM), "nope"]
+    got = [f(completions, gold_action=[gold, gold, gold]) for f in funcs]
+    assert got == [[0.25, 0.25, 0.0], [0.5, 0.0, 0.0], [0.75, 0.0, 0.0], [10.0, 0.0, 0.0]]
+    with pytest.raises(ValueError, match="gold_action"):
+        funcs[0](completions, gold_action=[{"type": "jump"}] * 3)
+    assert [f.__name__ for f in build_reward_funcs()] == ["format", "type", "attribute", "value"]
+    assert build_reward_funcs()[3](["x"], gold_action=[gold]) == [0.0]
+
+
+FENCED = "```json\n" + out(CLICK) + "\n```"
+
+
+@pytest.mark.parametrize(("strict", "failure_rate", "exact"), [(True, 1.0, 0.0), (False, 0.5, 0.5)])
+def test_reward_logs_follow_the_configured_parser(strict, failure_rate, exact):
+    from shop_r1.rewards import build_reward_funcs
+
+    fmt, typ, _, val = build_reward_funcs(RewardConfig(strict=strict, threshold=0.75))
+    logged: dict[str, float] = {}
+
+    def log_metric(name, value):
+        logged[name] = value
+
+    # a fenced click (valid only for the lenient parser) and an unparseable one
+    completions = [FENCED, "no"]
+    golds = [json.dumps(CLICK.to_json())] * 2
+    for f in (fmt, typ, val):
+        f(completions, gold_action=golds, log_metric=log_metric)
+    assert logged["parse_failure_rate"] == failure_rate
+    assert logged["exact_match"] == exact
+    assert logged["pred_type/click"] == (0.0 if strict else 0.5)
+    assert logged["pred_type/type_and_submit"] == 0.0 and logged["pred_type/terminate"] == 0.0
+
+
+def test_type_log_counts_every_prediction_and_value_log_uses_the_threshold():
+    from shop_r1.rewards import build_reward_funcs
+
+    logged: dict[str, float] = {}
+    _, typ, _, val = build_reward_funcs(RewardConfig(threshold=0.76))
+    completions = [out(CLICK), out(CLICK), out(AT_075), out(TERM)]
+    golds = [CLICK, CLICK, GOLD_TAS, CLICK]
+    typ(completions, gold_action=golds, log_metric=lambda k, v: logged.__setitem__(k, v))
+    val(completions, gold_action=golds, log_metric=lambda k, v: logged.__setitem__(k, v))
+    assert logged["pred_type/click"] == 0.5
+    assert logged["pred_type/type_and_submit"] == 0.25 and logged["pred_type/terminate"] == 0.25
+    # F = 0.75 < 0.76: the tas row is no exact match; two clicks are
+    assert logged["exact_match"] == 0.5
+    with pytest.raises(ValueError):  # one gold per completion
+        val(completions, gold_action=golds[:3], log_metric=lambda k, v: None)

@@ -285,3 +285,26 @@ def test_doctor_tiny_dataset_skips_a_grpo_batch_it_reports_elsewhere():
     facts = _plan(task="grpo", per_device_train_batch_size=3, num_generations=2, dataset_rows=0)
     assert list(tiny_dataset(facts)) == [] and len(list(grpo_batch_divisible(facts))) == 1
     assert list(tiny_dataset(_plan(task="sft"))) == []  # no row count: nothing to say
+
+
+# (command, processes, generations) -> default global batch and where it came from
+DEFAULT_BATCH_ROWS = [
+    ("sft", 1, None, 64, None),
+    ("sft", 2, None, 64, None),
+    ("sft", 3, None, 66, "default rounded up to a multiple of 3"),
+    ("sft", 4, None, 64, None),
+    ("grpo", 2, None, 64, None),
+    ("grpo", 3, None, 72, "default rounded up to a multiple of 24"),  # lcm(3, 8 generations)
+    ("grpo", 3, 4, 72, "default rounded up to a multiple of 12"),
+    ("grpo", 4, 16, 64, None),
+]
+
+
+@pytest.mark.parametrize(("command", "procs", "gens", "want", "origin"), DEFAULT_BATCH_ROWS)
+def test_default_global_batch_splits_over_the_processes(command, procs, gens, want, origin):
+    # `shop-r1 launch grpo --gpus 4` writes num_processes: 3 (one GPU serves vLLM)
+    flags = {"num_processes": procs, **({"num_generations": gens} if gens else {})}
+    cfg, source = load_config(command, flags=flags)
+    assert cfg.global_batch_size == want and source.get("global_batch_size") == origin
+    with pytest.raises(ToolError, match="not a multiple of num_processes 3"):
+        load_config("sft", flags={"num_processes": 3, "global_batch_size": 64})
