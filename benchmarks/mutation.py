@@ -110,7 +110,7 @@ MODULES: tuple[Module, ...] = (
     Module(
         "profile-match",
         ("shop_r1_doctor/profiles/match.py",),
-        ("tests/profiles/test_profiles_match.py",),
+        ("tests/profiles/test_profiles_match.py", "tests/profiles/test_profiles_match_table.py"),
     ),
     Module(
         "isolate",
@@ -120,7 +120,7 @@ MODULES: tuple[Module, ...] = (
     Module(
         "logscan",
         ("shop_r1_doctor/logscan.py",),
-        ("tests/report/test_report_logscan.py",),
+        ("tests/report/test_report_logscan.py", "tests/report/test_logscan_table.py"),
     ),
 )
 
