@@ -70,7 +70,11 @@ MODULES: tuple[Module, ...] = (
     Module(
         "config",
         ("shop_r1/config.py",),
-        ("tests/trainer/test_trainer_config.py", "tests/trainer/test_trainer_batch.py"),
+        (
+            "tests/trainer/test_trainer_config.py",
+            "tests/trainer/test_trainer_config_table.py",
+            "tests/trainer/test_trainer_batch.py",
+        ),
     ),
     Module(
         "autoconfig",
@@ -80,7 +84,11 @@ MODULES: tuple[Module, ...] = (
     Module(
         "memory",
         ("shop_r1_doctor/memory.py",),
-        ("tests/trainer/test_trainer_memory.py", "tests/doctor/test_doctor_plan.py"),
+        (
+            "tests/trainer/test_trainer_memory.py",
+            "tests/trainer/test_trainer_memory_shapes.py",
+            "tests/doctor/test_doctor_plan.py",
+        ),
     ),
     Module(
         "checks",
