@@ -424,3 +424,115 @@ def test_type_log_counts_every_prediction_and_value_log_uses_the_threshold():
     assert logged["exact_match"] == 0.5
     with pytest.raises(ValueError):  # one gold per completion
         val(completions, gold_action=golds[:3], log_metric=lambda k, v: None)
+
+
+# ---------------------------------------------------------------- parser: exact results
+R = '"rationale": "I want it."'
+A = '"action": {"type": "terminate"}'
+# (case, text, strict, the whole Parsed result)
+PARSE_ROWS = [
+    ("not a string", 5, True, Parsed(ok=False, error="completion is not a string (int)")),
+    ("empty", "  \n ", True, Parsed(ok=False, error="empty completion")),
+    (
+        "prose first",
+        "I think {" + R + ", " + A + "}",
+        True,
+        Parsed(ok=False, error="output does not start with a JSON object"),
+    ),
+    (
+        "two extra keys",
+        "{" + R + ", " + A + ', "z": 1, "b": 2}',
+        True,
+        Parsed(ok=False, error="unexpected key(s): b, z"),
+    ),
+    (
+        "trailing text",
+        "{" + R + ", " + A + "} ok",
+        True,
+        Parsed(
+            ok=False,
+            error=f"extra text after the JSON object at char {len('{' + R + ', ' + A + '}')}",
+        ),
+    ),
+    ("no rationale", "{" + A + "}", True, Parsed(ok=False, error="missing key: rationale")),
+    (
+        "blank rationale",
+        '{"rationale": " ", ' + A + "}",
+        True,
+        Parsed(ok=False, error="rationale: expected a non-empty string"),
+    ),
+    (
+        "rationale not a string",
+        '{"rationale": 3, ' + A + "}",
+        True,
+        Parsed(ok=False, error="rationale: expected a non-empty string"),
+    ),
+    ("no action", "{" + R + "}", True, Parsed(ok=False, error="missing key: action")),
+    (
+        "bad action",
+        "{" + R + ', "action": {"type": "jump"}}',
+        True,
+        Parsed(
+            ok=False,
+            error="action.type: expected one of click, type_and_submit, terminate, got 'jump'",
+        ),
+    ),
+    (
+        "no object at all",
+        "just words",
+        False,
+        Parsed(ok=False, error="no JSON object found in the output"),
+    ),
+    (
+        "nested too deeply",
+        "[" * 100_000,
+        True,
+        Parsed(ok=False, error="output does not start with a JSON object"),
+    ),
+]
+
+
+@pytest.mark.parametrize(
+    ("case", "text", "strict", "want"), PARSE_ROWS, ids=[r[0] for r in PARSE_ROWS]
+)
+def test_parser_failures_exactly(case, text, strict, want):
+    assert parse_completion(text, strict=strict) == want
+
+
+def test_parser_recursion_limit_is_a_failure_not_a_crash():
+    deep = "{" + R + ', "action": ' + "[" * 100_000 + "]" * 100_000 + "}"
+    got = parse_completion(deep)
+    assert got.ok is False and got.error is not None
+
+
+def test_lenient_search_gives_up_after_64_tries():
+    valid = "{" + R + ", " + A + "}"
+    ok_after_63 = parse_completion("{" * 63 + valid, strict=False)
+    assert ok_after_63.ok is True and ok_after_63.action == Action("terminate")
+    assert ok_after_63.rationale_span is not None
+    assert parse_completion("{" * 64 + valid, strict=False) == Parsed(
+        ok=False, error="no JSON object found in the output"
+    )
+    # a brace that does not start an object, then the real one
+    assert parse_completion("{x} then " + valid, strict=False).ok is True
+    assert parse_completion("{x} then {y}", strict=False).ok is False
+
+
+def test_span_only_when_asked_and_only_for_the_top_level_rationale():
+    from shop_r1.parser import parse_cached, rationale_value_span
+
+    text = "{" + R + ", " + A + "}"
+    assert parse_completion(text, with_span=False).rationale_span is None
+    assert parse_cached(text).rationale_span is None
+    start, end = parse_completion(text).rationale_span
+    assert text[start:end] == "I want it."
+    # a later object in lenient mode does not move the span
+    lenient = text + ' {"rationale": "other"}'
+    s, e = parse_completion(lenient, strict=False).rationale_span
+    assert lenient[s:e] == "I want it."
+    # nested "rationale" keys and depth bookkeeping
+    nested = '{"rationale": "top", "a": {"b": {"c": 1}, "rationale": "inner"}}'
+    s, e = rationale_value_span(nested, 0, len(nested))
+    assert nested[s:e] == "top"
+    assert rationale_value_span('{"a": "rationale"}', 0, 18) is None
+    assert rationale_value_span("{}", 0, 2) is None
