@@ -536,3 +536,19 @@ def test_span_only_when_asked_and_only_for_the_top_level_rationale():
     assert nested[s:e] == "top"
     assert rationale_value_span('{"a": "rationale"}', 0, 18) is None
     assert rationale_value_span("{}", 0, 2) is None
+
+
+def test_reward_call_checks_lengths_and_names_the_missing_column():
+    from shop_r1.rewards import FormatReward, ValueReward
+
+    with pytest.raises(ValueError):  # one gold per completion, even without logging
+        ValueReward()([out(CLICK), out(CLICK)], gold_action=[CLICK])
+    with pytest.raises(ValueError) as err:
+        FormatReward()([out(CLICK)])
+    assert str(err.value) == (
+        "reward 'format' needs the dataset column 'gold_action' (JSON string of the gold "
+        "action); build RL rows with shop_r1.data.prompts.rl_rows"
+    )
+    assert repr(ValueReward(RewardConfig(dars=2.0))).startswith(
+        "ValueReward(RewardConfig(format=0.5"
+    )
