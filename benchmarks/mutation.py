@@ -90,30 +90,32 @@ MODULES: tuple[Module, ...] = (
             "tests/doctor/test_doctor_plan.py",
         ),
     ),
-    Module(
-        "checks",
-        tuple(
-            f"shop_r1_doctor/checks/{name}.py"
-            for name in (
-                "gpu_driver",
-                "torch_build",
-                "flash_attn",
-                "vllm",
-                "nccl",
-                "packages",
-                "platform",
-                "plan",
-                "plan_memory",
-                "probes",
-                "ray",
-            )
-        ),
-        (
-            "tests/doctor/test_checks_catalog.py",
-            "tests/doctor/test_checks_knowledge.py",
-            "tests/doctor/test_checks_tables.py",
-            "tests/doctor/test_doctor_plan.py",
-        ),
+    # one entry per decision table of the doctor's checks (each is its own score)
+    *(
+        Module(
+            f"checks-{name}",
+            (f"shop_r1_doctor/checks/{name}.py",),
+            (
+                "tests/doctor/test_checks_catalog.py",
+                "tests/doctor/test_checks_knowledge.py",
+                "tests/doctor/test_checks_tables.py",
+                "tests/doctor/test_doctor_plan.py",
+                "tests/trainer/test_trainer_batch.py",
+            ),
+        )
+        for name in (
+            "gpu_driver",
+            "torch_build",
+            "flash_attn",
+            "vllm",
+            "nccl",
+            "packages",
+            "platform",
+            "plan",
+            "plan_memory",
+            "probes",
+            "ray",
+        )
     ),
     Module(
         "profile-match",
