@@ -2,9 +2,16 @@
 # Install shop-r1 with its test and train extras (CPU build of torch, never the
 # multi-GB CUDA wheels), then run everything CI runs: lint, format, types, the
 # profile consistency check and the test suite.
+#
+# torch comes only from the PyTorch CPU index (as torch==X+cpu): when that index cannot
+# be reached the script fails instead of falling back to PyPI, whose Linux torch wheel is
+# the CUDA build. The installed torch is then pinned while the extras install, so no
+# dependency can swap it for a CUDA wheel either.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 PY=${PYTHON:-python3}
+TORCH_VERSION=${SHOP_R1_TORCH_VERSION:-2.13.0}
+CPU_INDEX=https://download.pytorch.org/whl/cpu
 
 # It installs into $PY's environment: say which, never a system Python unasked.
 prefix=$("$PY" -c "import sys; print(sys.prefix)")
@@ -17,16 +24,28 @@ if [ -z "${SHOP_R1_TEST_NO_INSTALL:-}" ]; then
     exit 2
   fi
   echo "scripts/test.sh: installing shop-r1[test,train] (CPU torch if missing) into $prefix" >&2
+  if ! "$PY" -c "import torch" >/dev/null 2>&1; then
+    # --retries 0 fails fast offline; the +cpu local version exists only on the CPU index
+    # (and in local wheel mirrors), never on PyPI, whose torch is the CUDA build.
+    if ! "$PY" -m pip install --retries 0 --timeout 30 \
+      --index-url "$CPU_INDEX" "torch==${TORCH_VERSION}+cpu"; then
+      echo "scripts/test.sh: cannot install torch==${TORCH_VERSION}+cpu from $CPU_INDEX;" \
+        "not falling back to PyPI (its torch is the CUDA build). Install a CPU torch first." >&2
+      exit 1
+    fi
+  fi
 fi
-
-if [ -z "${SHOP_R1_TEST_NO_INSTALL:-}" ] && ! "$PY" -c "import torch" >/dev/null 2>&1; then
-  # The CPU index carries torch and its dependencies; --retries 0 fails fast offline.
-  "$PY" -m pip install --retries 0 --timeout 30 \
-    --index-url https://download.pytorch.org/whl/cpu "torch==2.13.0" \
-  || "$PY" -m pip install "torch==2.13.0+cpu" \
-  || "$PY" -m pip install "torch==2.13.0"
+if ! "$PY" -c "import sys, torch; sys.exit(torch.version.cuda is not None)"; then
+  echo "scripts/test.sh: the installed torch is a CUDA build; CI and this script use the" \
+    "CPU build (pip install torch --index-url $CPU_INDEX)" >&2
+  exit 1
 fi
-[ -n "${SHOP_R1_TEST_NO_INSTALL:-}" ] || "$PY" -m pip install -q -e ".[test,train]"
+if [ -z "${SHOP_R1_TEST_NO_INSTALL:-}" ]; then
+  constraints=$(mktemp)
+  trap 'rm -f "$constraints"' EXIT
+  "$PY" -c "import torch; print('torch==' + torch.__version__)" >"$constraints"
+  "$PY" -m pip install -q -c "$constraints" -e ".[test,train]"
+fi
 
 "$PY" -m ruff check .
 "$PY" -m ruff format --check .

@@ -225,7 +225,11 @@ def _choose_batch(
         ).total
 
     fixed_mb = cfg.micro_batch_size if cfg.micro_batch_size != "auto" else None
-    candidates = [fixed_mb] if fixed_mb else _divisors_desc(per_gpu, MAX_MICRO_BATCH)
+    fixed_ga = cfg.gradient_accumulation_steps if cfg.gradient_accumulation_steps != "auto" else 1
+    # with accumulation fixed, a micro batch is a share of rows/GPU / accumulation steps
+    # (not of rows/GPU: that multiplied the effective batch by the accumulation steps)
+    rows_per_step = max(per_gpu // fixed_ga, 1)
+    candidates = [fixed_mb] if fixed_mb else _divisors_desc(rows_per_step, MAX_MICRO_BATCH)
     ckpt_options = {"on": [True], "off": [False], "auto": [False, True]}[cfg.gradient_checkpointing]
     choice = None
     for ckpt in ckpt_options:
@@ -251,13 +255,14 @@ def _choose_batch(
         if fits
         else f"does NOT fit: {gib(plan.predicted_peak_bytes)} > {gib(plan.memory_budget_bytes)}"
     )
+    per_step = " per accumulation step" if fixed_ga > 1 else ""
     plan.note(
         "micro_batch_size",
         mb,
         (
             "set in the config; "
             if fixed_mb
-            else f"largest divisor of {per_gpu} rows/GPU that fits; "
+            else f"largest divisor of {rows_per_step} rows/GPU{per_step} that fits; "
         )
         + f"seq {seq_len}: {fit_text}",
     )

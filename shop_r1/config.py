@@ -10,6 +10,8 @@ invalid value into one error that names each field. `"auto"` means: decided by
 from __future__ import annotations
 
 import dataclasses
+import math
+import os
 import types
 import typing
 from dataclasses import dataclass, field
@@ -128,12 +130,27 @@ class _RunConfig:
             except ToolError as exc:
                 errors.append(str(exc))
         mb, ga = self.micro_batch_size, self.gradient_accumulation_steps
-        if mb != "auto" and ga != "auto" and mb * ga * self.num_processes != self.global_batch_size:
-            errors.append(
-                f"global_batch_size: {self.global_batch_size} != micro_batch_size {mb} x "
-                f"gradient_accumulation_steps {ga} x num_processes {self.num_processes}; "
-                "set one of them to 'auto'"
+        gbs, procs = self.global_batch_size, self.num_processes
+        if mb != "auto" and ga != "auto":
+            if mb * ga * procs != gbs:
+                errors.append(
+                    f"global_batch_size: {gbs} != micro_batch_size {mb} x "
+                    f"gradient_accumulation_steps {ga} x num_processes {procs}; "
+                    "set one of them to 'auto'"
+                )
+        elif procs >= 1 and gbs % procs:
+            # every process takes the same share: 64 rows on 3 GPUs would train on 63
+            errors.append(f"global_batch_size: {gbs} is not a multiple of num_processes {procs}")
+        elif procs >= 1:
+            # the fixed one of micro batch / accumulation must divide the rows per process
+            fixed = (
+                ("micro_batch_size", mb) if mb != "auto" else ("gradient_accumulation_steps", ga)
             )
+            if fixed[1] != "auto" and fixed[1] >= 1 and (gbs // procs) % fixed[1]:
+                errors.append(
+                    f"{fixed[0]}: {fixed[1]} does not divide the {gbs // procs} rows per process "
+                    f"(global_batch_size {gbs} / num_processes {procs})"
+                )
         return errors
 
     def __post_init__(self) -> None:
@@ -450,6 +467,8 @@ def load_config(
                 value = {**values.get("trl_args", {}), **value}
             values[key] = value
             source[key] = "flag"
+    _processes_from_launcher(values, source)
+    _default_batch_for_processes(cls, values, source)
     try:
         return cls(**values), source
     except ToolError as exc:  # name the file the values came from
@@ -457,6 +476,41 @@ def load_config(
         if yaml_path is not None and not text.startswith(str(yaml_path)):
             raise ToolError(f"{yaml_path}: {text}") from None
         raise
+
+
+def _default_batch_for_processes(
+    cls: type[_RunConfig], values: dict[str, Any], source: dict[str, str]
+) -> None:
+    """The default global batch, rounded up so every process takes the same share (and,
+    for GRPO, whole groups): `launch --gpus 4` trains GRPO on 3 processes, and 64 rows
+    do not split in 3. A global batch set in a file or flag is left to the check."""
+    procs = values.get("num_processes", 1)
+    if "global_batch_size" in values or not isinstance(procs, int) or procs < 1:
+        return
+    default = next(f.default for f in dataclasses.fields(cls) if f.name == "global_batch_size")
+    unit = procs
+    if cls is GRPORunConfig:
+        gens = values.get("num_generations", GRPORunConfig.num_generations)
+        unit = math.lcm(procs, gens) if isinstance(gens, int) and gens >= 1 else procs
+    if isinstance(default, int) and default % unit:
+        values["global_batch_size"] = -(-default // unit) * unit
+        source["global_batch_size"] = f"default rounded up to a multiple of {unit}"
+
+
+def _processes_from_launcher(values: dict[str, Any], source: dict[str, str]) -> None:
+    """num_processes from the launcher: accelerate/torchrun export WORLD_SIZE to every
+    process. Without this a 2-GPU run planned for 1 process doubles its effective batch."""
+    world = os.environ.get("WORLD_SIZE", "").strip()
+    if not world.isdigit() or int(world) < 1:
+        return
+    if "num_processes" not in values:
+        values["num_processes"], source["num_processes"] = int(world), "WORLD_SIZE"
+    elif values["num_processes"] != int(world):
+        raise ToolError(
+            f"num_processes: {values['num_processes']} (from {source['num_processes']}) but the "
+            f"launcher started WORLD_SIZE={world} processes; the batch arithmetic needs the "
+            "real count: drop num_processes or make it match"
+        )
 
 
 def render_config(cfg: _RunConfig, source: dict[str, str]) -> str:

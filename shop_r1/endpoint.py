@@ -131,6 +131,19 @@ def complete_all(
     if concurrency < 1:
         raise ToolError(f"--concurrency: {concurrency} must be >= 1")
     results: list[Completion | None] = [None] * len(prompts)
+    # Set by the first non-retryable error: queued prompts then send nothing, so at most
+    # one request per worker follows it, however the threads are scheduled.
+    stop = threading.Event()
+
+    def one(messages: Sequence[dict]) -> Completion | None:
+        if stop.is_set():
+            return None
+        try:
+            return complete(cfg, messages)
+        except ToolError:
+            stop.set()
+            raise
+
     pool = ThreadPoolExecutor(max_workers=concurrency)
     stop = threading.Event()
 

@@ -148,6 +148,8 @@ class ModelShape:
         attn = hidden * q_dim + 2 * hidden * kv_dim + q_dim * hidden
         if bias:
             attn += q_dim + 2 * kv_dim
+        if text.get("attention_bias") and text.get("model_type") != "qwen2":
+            attn += hidden  # Llama/Mistral's attention_bias also biases o_proj (Qwen2 does not)
         per_layer = attn + 3 * hidden * inter + 2 * hidden
         params = layers * per_layer + vocab * hidden * (1 if tied else 2) + hidden
         return cls(

@@ -153,7 +153,8 @@ def deviations(facts: Facts, profile: Profile) -> list[Finding]:
     if profile.cuda is not None and driver is not None and driver < profile.cuda.min_driver:
         add(
             "warning",
-            f"NVIDIA driver {driver} where profile {profile.name} needs >= {profile.cuda.min_driver_text} "
+            # as the driver writes it (580.65.05), not normalised (580.65.5)
+            f"NVIDIA driver {facts.driver.get('version')} where profile {profile.name} needs >= {profile.cuda.min_driver_text} "
             f"(CUDA {profile.cuda.version})",
             f"install NVIDIA driver >= {profile.cuda.min_driver_text} (data-center GPUs: or the "
             f"cuda-compat-{profile.cuda.version.major}-{profile.cuda.version.minor} package)",

@@ -7,7 +7,6 @@ import os
 import shutil
 import subprocess
 import sys
-import time
 
 import pytest
 from golden import GOLDEN
@@ -113,14 +112,12 @@ def test_fast_json_subprocess_through_console_script(tmp_path):
     exe = shutil.which("shop-r1") or ""
     argv = [exe] if exe else [sys.executable, "-m", "shop_r1.cli"]
     env = {**os.environ, "SHOP_R1_CACHE_DIR": str(tmp_path / "cache")}
-    start = time.perf_counter()
     proc = subprocess.run(
         [*argv, "doctor", "--fast", "--json"], capture_output=True, text=True, env=env, timeout=60
     )
-    elapsed = time.perf_counter() - start
     assert proc.returncode in (0, 1), proc.stderr
     report = json.loads(proc.stdout)
     probes = report["snapshot"]["probes"]
     assert probes["torch"]["status"] in ("skipped", "ok")  # ok only when torch is absent
     assert all(rec["status"] != "crash" for rec in probes.values())
-    assert elapsed < 10  # the < 1 s target is measured by benchmarks/doctor_speed.py
+    # its speed (< 1 s) is measured by benchmarks/doctor_speed.py, not asserted here

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import json
-import time
 
 import pytest
 from doctor_fakes import FAKEPKGS, dists, make_deps
@@ -37,10 +36,9 @@ def test_abort_is_a_crash_naming_the_signal(tmp_path):
 
 
 def test_hang_is_a_timeout(tmp_path):
-    start = time.perf_counter()
+    # the child sleeps 600 s: returning at all is the timeout working
     sections, child = probe_import_group(_deps(tmp_path, "hang"), FLASH, timeout=1.0)
     assert child.status == "timeout"
-    assert time.perf_counter() - start < 5
     assert sections["imports"]["flash_attn"]["ok"] is False
 
 
@@ -79,13 +77,11 @@ def test_doctor_finishes_whatever_the_import_does(tmp_path, pkg, status, detail)
 
 
 def test_fast_skips_the_import_children(tmp_path):
-    start = time.perf_counter()
     started = []
     snap = collect_snapshot(
         deps=_deps(tmp_path, "hang"), fast=True, timeout=30, on_started=lambda: started.append(1)
     )
     assert started == [1]
-    assert time.perf_counter() - start < 3
     assert snap["probes"]["imports.flash_attn"]["status"] == "skipped"
     assert "flash_attn" not in snap["imports"]  # unknown, not "absent"
 

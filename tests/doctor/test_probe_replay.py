@@ -10,15 +10,15 @@ import json
 
 import pytest
 from doctor_replay import replay
-from golden import check_golden
+from golden import GOLDEN
 
 from shop_r1_doctor.snapshot import validate_snapshot
 
 
 @pytest.mark.parametrize("machine", ["h100", "h200x2"])
-def test_replay_matches_fixture(tmp_path, machine):
+def test_replay_matches_fixture(tmp_path, machine, golden):
     snap = replay(machine, tmp_path)
     validate_snapshot(snap)
     assert snap["probes"]["torch"]["detail"] == "cached"  # served from the seeded cache
     assert all(rec["status"] == "ok" for rec in snap["probes"].values())
-    check_golden(f"{machine}-replayed.snapshot.json", json.dumps(snap, indent=2) + "\n")
+    golden(GOLDEN / f"{machine}-replayed.snapshot.json", json.dumps(snap, indent=2) + "\n")

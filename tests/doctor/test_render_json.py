@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import json
 
-from golden import GOLDEN, check_golden
+from golden import GOLDEN
 
 from shop_r1_doctor.diagnose import Diagnosis, diagnose
 from shop_r1_doctor.render.json import render_json
@@ -35,6 +35,6 @@ def test_ascii_only_json_is_the_same_data():
     assert json.loads(text) == json.loads(render_json(diagnosis))
 
 
-def test_recorded_h100_report_golden():
+def test_recorded_h100_report_golden(golden):
     snap = json.loads((GOLDEN / "h100-replayed.snapshot.json").read_text())
-    check_golden("h100.report.json", render_json(diagnose(snap)))
+    golden(GOLDEN / "h100.report.json", render_json(diagnose(snap)))

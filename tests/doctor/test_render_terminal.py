@@ -8,7 +8,7 @@ import subprocess
 import sys
 
 import pytest
-from golden import GOLDEN, check_golden
+from golden import GOLDEN
 
 from shop_r1_doctor.diagnose import Diagnosis, diagnose
 from shop_r1_doctor.render.terminal import ASCII, UNICODE, render_terminal, symbols_for
@@ -18,18 +18,18 @@ def _broken() -> Diagnosis:
     return Diagnosis.from_json(json.loads((GOLDEN / "broken.report.json").read_text()))
 
 
-def test_broken_machine_render():
-    check_golden("broken.txt", render_terminal(_broken()))
+def test_broken_machine_render(golden):
+    golden(GOLDEN / "broken.txt", render_terminal(_broken()))
 
 
-def test_broken_machine_verbose_render():
-    check_golden("broken-verbose.txt", render_terminal(_broken(), verbose=True))
+def test_broken_machine_verbose_render(golden):
+    golden(GOLDEN / "broken-verbose.txt", render_terminal(_broken(), verbose=True))
 
 
-def test_ascii_render_for_cp1252():
+def test_ascii_render_for_cp1252(golden):
     text = render_terminal(_broken(), encoding="cp1252")
     text.encode("cp1252")  # never raises
-    check_golden("broken-ascii.txt", text)
+    golden(GOLDEN / "broken-ascii.txt", text)
 
 
 @pytest.mark.parametrize("encoding", ["gbk", "cp1252", "cp437", "ascii", "no-such-codec"])
@@ -64,10 +64,10 @@ def test_marks_follow_severity_and_probe_state():
     )
 
 
-def test_recorded_h100_render():
+def test_recorded_h100_render(golden):
     """The real H100, replayed: the whole pipeline (checks, profile) as the user sees it."""
     snap = json.loads((GOLDEN / "h100-replayed.snapshot.json").read_text())
-    check_golden("h100.txt", render_terminal(diagnose(snap)))
+    golden(GOLDEN / "h100.txt", render_terminal(diagnose(snap)))
 
 
 def test_gbk_console_does_not_crash_the_doctor():

@@ -38,14 +38,10 @@ def _shellcheck() -> str:
     return found
 
 
-@pytest.mark.parametrize(("gpus", "golden"), [(1, "grpo_1gpu.sh"), (2, "grpo_2gpu.sh")])
-def test_launch_grpo_golden(gpus, golden):
+@pytest.mark.parametrize(("gpus", "name"), [(1, "grpo_1gpu.sh"), (2, "grpo_2gpu.sh")])
+def test_launch_grpo_golden(gpus, name, golden):
     files = render_launch(plan_launch(request(gpus=gpus)), "run_grpo.sh").files
-    text = files["run_grpo.sh"]
-    path = GOLDEN / golden
-    if os.environ.get("SHOP_R1_UPDATE_GOLDEN"):
-        path.write_text(text)
-    assert text == path.read_text(), f"regenerate with SHOP_R1_UPDATE_GOLDEN=1 and review {path}"
+    golden(GOLDEN / name, files["run_grpo.sh"])
 
 
 def test_launch_grpo_split_and_config():

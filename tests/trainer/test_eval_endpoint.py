@@ -1,14 +1,16 @@
 """`shop-r1 eval --endpoint` against a local HTTP server speaking the OpenAI chat API.
 
 The server is real (http.server on 127.0.0.1, ephemeral port, in a thread); it answers
-with scripted completions and injects 500s and slow responses to exercise retries.
+with scripted completions and injects 500s and stalled responses to exercise retries.
+No assertion depends on how fast a loaded machine is: a stalled response waits for an
+event that is only set when the server stops (the client always times out first), and
+request counts are bounded by the client's own logic, not by thread scheduling.
 """
 
 from __future__ import annotations
 
 import json
 import threading
-import time
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 
@@ -29,12 +31,14 @@ class FakeOpenAI:
     """Answers each chat request with the gold action of the step it was asked about.
 
     `fail_first[key]` = how many times to answer 500 before succeeding; `slow_first[key]`
-    = how many times to stall past the client's timeout. Keys are the last user message.
+    = how many times to stall until the server stops (past any client timeout). Keys are
+    the last user message.
     """
 
-    def __init__(self, answer, *, status=200, fail_first=0, slow_first=0, slow_s=1.5):
+    def __init__(self, answer, *, status=200, fail_first=0, slow_first=0):
         self.answer, self.status = answer, status
-        self.fail_first, self.slow_first, self.slow_s = fail_first, slow_first, slow_s
+        self.fail_first, self.slow_first = fail_first, slow_first
+        self.release = threading.Event()
         self.seen: dict[str, int] = {}
         self.requests: list[dict] = []
         self.auth: list[str | None] = []
@@ -59,7 +63,7 @@ class FakeOpenAI:
                 elif n <= fake.fail_first:
                     self._reply(500, {"error": "overloaded"})
                 elif n <= fake.fail_first + fake.slow_first:
-                    time.sleep(fake.slow_s)
+                    fake.release.wait(60)  # stalled until the server stops
                     self._reply(500, {"error": "too late"})
                 else:
                     text = fake.answer(body)
@@ -85,6 +89,7 @@ class FakeOpenAI:
         return self
 
     def __exit__(self, *exc):
+        self.release.set()
         self.server.shutdown()
         self.server.server_close()
 
@@ -199,9 +204,7 @@ def test_wrong_answers_lower_exact_match_and_show_in_report(sessions_file, tmp_p
 
 def test_500s_and_timeouts_are_retried(sessions_file, tmp_path):
     out = tmp_path / "out"
-    with FakeOpenAI(
-        _oracle(_golds(sessions_file)), fail_first=1, slow_first=1, slow_s=0.6
-    ) as server:
+    with FakeOpenAI(_oracle(_golds(sessions_file)), fail_first=1, slow_first=1) as server:
         result = _eval(
             [
                 "--data",
@@ -219,7 +222,7 @@ def test_500s_and_timeouts_are_retried(sessions_file, tmp_path):
                 "--retries",
                 "2",
                 "--timeout",
-                "0.3",
+                "2",  # a stalled answer never comes; a local answer takes milliseconds
                 "--concurrency",
                 "6",
             ]
@@ -276,11 +279,16 @@ def test_unknown_model_404_stops_at_once_with_one_line(sessions_file, tmp_path):
                 "all",
                 "--retries",
                 "3",
+                "--concurrency",
+                "4",
             ],
         )
         line = error_line(result)
         assert "HTTP 404" in line and "--served-model" in line
-        assert len(server.requests) < 20  # no retries and no long tail after the first 404
+        # no retries, and after the first 404 no worker starts another request: at most
+        # one request per worker (4), whatever the scheduling; 12 sessions have far more
+        assert set(server.seen.values()) == {1}
+        assert 1 <= len(server.requests) <= 4
 
 
 def test_needs_exactly_one_source(sessions_file, tmp_path):

@@ -1,10 +1,9 @@
 """Golden decision tables for recorded snapshots of several machines.
 
-Regenerate after an intended change: SHOP_R1_UPDATE_GOLDEN=1 pytest tests/trainer/test_trainer_autoconfig.py
+Regenerate after an intended change: pytest tests/trainer/test_trainer_autoconfig.py --update-goldens
 """
 
 import json
-import os
 from pathlib import Path
 
 import pytest
@@ -23,14 +22,11 @@ def _snap(name):
 
 @pytest.mark.parametrize("machine", MACHINES)
 @pytest.mark.parametrize("command", ["sft", "grpo"])
-def test_decision_table_golden(machine, command):
+def test_decision_table_golden(machine, command, golden):
     shape = KNOWN_SHAPES["0.5b"] if machine in ("cpu", "t4") else KNOWN_SHAPES["1.5b"]
     cfg = SFTRunConfig() if command == "sft" else GRPORunConfig()
     text = render_text(decide(_snap(machine), cfg, shape, seq_len=3072))
-    golden = HERE / "golden" / f"autoconfig_{machine}_{command}.txt"
-    if os.environ.get("SHOP_R1_UPDATE_GOLDEN"):
-        golden.write_text(text)
-    assert text == golden.read_text()
+    golden(HERE / "golden" / f"autoconfig_{machine}_{command}.txt", text)
 
 
 def test_attention_choice_per_machine():

@@ -2,7 +2,6 @@
 
 import subprocess
 import sys
-import time
 from pathlib import Path
 
 import pytest
@@ -56,13 +55,11 @@ def test_help_is_fast_and_imports_no_training_stack(command):
         "if m in sys.modules]; "
         "print(r.exit_code, heavy, '--config' in r.output)"
     )
-    start = time.perf_counter()
     out = subprocess.run(
         [sys.executable, "-c", code], capture_output=True, text=True, check=True, timeout=60
     )
-    seconds = time.perf_counter() - start
+    # no heavy module imported is what keeps --help fast (~0.2 s); no clock asserted
     assert out.stdout.split() == ["0", "[]", "True"], out.stdout + out.stderr
-    assert seconds < 5.0  # ~0.2 s here; the bound only catches a heavy import creeping in
 
 
 def test_unknown_key_names_file_line_and_key(tmp_path):

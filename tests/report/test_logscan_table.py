@@ -1,0 +1,171 @@
+"""Log signatures as a decision table: every shipped signature finds its own example line,
+also behind launcher prefixes, and a specific signature is never replaced by a generic
+one that matches the same line; the file's validation names the entry at fault."""
+
+from __future__ import annotations
+
+import pytest
+
+from shop_r1_doctor.errors import ToolError
+from shop_r1_doctor.logscan import (
+    load_signatures,
+    parse_signatures,
+    scan_log,
+    signal_lines,
+    strip_prefixes,
+)
+
+SIGNATURES = load_signatures()
+PREFIXES = [
+    "",
+    "[rank0]: ",
+    "[rank3]:",
+    "[default1]: ",
+    "[12:03:04] ",
+    "[12:03:04.123] [rank1]: ",
+    "(pid=5477) ",
+    "(RayWorker pid=12, ip=10.0.0.1) ",
+    "(TaskRunner pid=9) [rank0]: ",
+]
+
+
+@pytest.mark.parametrize("prefix", PREFIXES)
+@pytest.mark.parametrize("sig", SIGNATURES, ids=[s.id for s in SIGNATURES])
+def test_each_signature_finds_its_example_behind_any_prefix(sig, prefix):
+    text = f"some unrelated line\n{prefix}{sig.example}\nanother line"
+    found = {m.signature.code: m for m in scan_log(text)}
+    assert sig.code in found, [m.signature.id for m in found.values()]
+    match = found[sig.code]
+    # its own signature wins its code: not an earlier, more generic one
+    assert match.signature.id == sig.id
+    # and the line quoted is the example's (its first line, without launcher prefixes)
+    assert match.line_no == 2
+    assert match.line == strip_prefixes(sig.example).splitlines()[0].strip()[:300]
+
+
+def test_specific_signatures_come_before_generic_ones_on_the_same_line():
+    by_id = {s.id: s for s in SIGNATURES}
+    pairs = []
+    for i, specific in enumerate(SIGNATURES):
+        for generic in SIGNATURES[i + 1 :]:
+            if generic.pattern.search(specific.example):
+                pairs.append((specific.id, generic.id))
+                found = scan_log(specific.example)
+                # both codes are reported, the specific one first
+                assert [m.signature.id for m in found][:2] == [specific.id, generic.id]
+    assert ("fa-cxx11-abi", "fa-undefined-symbol") in pairs
+    assert by_id["fa-cxx11-abi"].code != by_id["fa-undefined-symbol"].code
+
+
+def test_scan_reports_one_match_per_code_in_line_order():
+    a, b = SIGNATURES[0], SIGNATURES[1]
+    text = f"{b.example}\n{a.example}\nx\n{b.example}"
+    found = scan_log(text, (a, b))
+    assert [(m.signature.id, m.line_no) for m in found] == [(b.id, 1), (a.id, 2)]
+    long_line = a.example + " " + "x" * 400
+    (m,) = scan_log("\n\n" + long_line, (a,))
+    assert m.line_no == 3 and len(m.line) == 300 and m.line == long_line[:300]
+    assert scan_log("nothing to see", (a, b)) == []
+
+
+# (text, stripped)
+STRIP_ROWS = [
+    ("[rank0]: x", "x"),
+    ("[rank12]:x", "x"),
+    ("[default0]: x", "x"),
+    ("[12:03:04] x", "x"),
+    ("[12:03:04.5] [rank0]: x", "x"),
+    ("(pid=1) x", "x"),
+    ("(pid=1)x", "x"),
+    ("(RayWorker pid=12, ip=10.0.0.1) x", "x"),
+    ("(raylet:node-1 pid=3) x", "x"),
+    ("a [rank0]: x", "a [rank0]: x"),  # only at the start of a line
+    ("[rankX]: x", "[rankX]: x"),
+    ("[12:03] x", "[12:03] x"),
+    ("l1\n[rank1]: l2\n(pid=2) l3", "l1\nl2\nl3"),
+]
+
+
+@pytest.mark.parametrize(("text", "want"), STRIP_ROWS)
+def test_strip_prefixes(text, want):
+    assert strip_prefixes(text) == want
+
+
+def test_signal_lines_are_deduplicated_and_limited():
+    text = "\n".join(
+        [
+            "[rank0]: *** SIGSEGV received at time=1 ***",
+            "[rank1]: *** SIGSEGV received at time=1 ***",
+            "Segmentation fault (core dumped)",
+            "all good",
+            *[f"worker {i} exited with signal SIGKILL" for i in range(10)],
+        ]
+    )
+    lines = signal_lines(text)
+    assert len(lines) == 8 and lines[-1] == "worker 9 exited with signal SIGKILL"
+    assert signal_lines(text, limit=20)[:2] == [
+        "*** SIGSEGV received at time=1 ***",
+        "Segmentation fault (core dumped)",
+    ]
+    assert signal_lines("fine\nno crash here") == []
+
+
+GOOD = {
+    "id": "x",
+    "code": "CODE_X",
+    "pattern": "boom \\d+",
+    "title": "t",
+    "try": "fix it",
+    "source": "https://example.org/issue",
+    "example": "boom 42",
+}
+
+
+def _doc(*entries):
+    return {"schema": "shop-r1.log-signatures/1", "signatures": list(entries)}
+
+
+# (document, message fragment)
+BAD_FILES = [
+    ({"schema": "other", "signatures": [GOOD]}, "f.yaml: field 'schema' must be"),
+    ([GOOD], "f.yaml: field 'schema' must be"),
+    (_doc(), "f.yaml: field 'signatures' must be a non-empty list"),
+    ({"schema": "shop-r1.log-signatures/1", "signatures": {"a": 1}}, "must be a non-empty list"),
+    (_doc("text"), "f.yaml:7: signature #1: expected a mapping"),
+    (_doc({**GOOD, "colour": "red"}), "signature #1 (x): unknown field 'colour'"),
+    (_doc({**GOOD, "title": " "}), "(x): title: missing or not a non-empty string"),
+    (_doc({k: v for k, v in GOOD.items() if k != "try"}), "(x): try: missing"),
+    (_doc({**GOOD, "also": "CODE_Y"}), "(x): also: expected a list of finding codes"),
+    (_doc({**GOOD, "also": [1]}), "(x): also: expected a list of finding codes"),
+    (_doc({**GOOD, "code": "lower_case"}), "(x): code 'lower_case' is not an UPPER_SNAKE"),
+    (_doc({**GOOD, "also": ["Bad"]}), "code 'Bad' is not an UPPER_SNAKE"),
+    (_doc({**GOOD, "silent": "yes"}), "(x): silent: expected true or false"),
+    (_doc({**GOOD, "source": "http://example.org"}), "(x): source: expected an https:// URL"),
+    (_doc({**GOOD, "pattern": "boom ("}), "(x): pattern: not a valid regex"),
+    (_doc({**GOOD, "example": "bang"}), "(x): pattern does not match its own example"),
+    (_doc(GOOD, {**GOOD, "code": "CODE_Y"}), "f.yaml:9: signature #2 (x): id: duplicate id"),
+]
+
+
+@pytest.mark.parametrize(("doc", "message"), BAD_FILES)
+def test_bad_signature_files_name_the_entry(doc, message):
+    with pytest.raises(ToolError) as err:
+        parse_signatures(doc, "f.yaml", {0: 7, 1: 9})
+    assert message in str(err.value)
+
+
+def test_a_good_entry_parses_with_defaults():
+    (sig,) = parse_signatures(_doc(GOOD), "f.yaml")
+    assert (sig.id, sig.code, sig.title, sig.try_, sig.source, sig.example) == (
+        "x",
+        "CODE_X",
+        "t",
+        "fix it",
+        "https://example.org/issue",
+        "boom 42",
+    )
+    assert sig.also == () and sig.silent is False and sig.codes == ("CODE_X",)
+    (both,) = parse_signatures(_doc({**GOOD, "also": ["CODE_Y"], "silent": True}), "f.yaml")
+    assert both.codes == ("CODE_X", "CODE_Y") and both.silent is True
+    with pytest.raises(ToolError, match=r"^f.yaml: signature #1 \(x\)"):  # no line map
+        parse_signatures(_doc({**GOOD, "example": "no"}), "f.yaml")
