@@ -131,33 +131,26 @@ def complete_all(
     if concurrency < 1:
         raise ToolError(f"--concurrency: {concurrency} must be >= 1")
     results: list[Completion | None] = [None] * len(prompts)
-    # Set by the first non-retryable error: queued prompts then send nothing, so at most
-    # one request per worker follows it, however the threads are scheduled.
+    pool = ThreadPoolExecutor(max_workers=concurrency)
+    # Set by the first non-retryable error (and by Ctrl-C): queued prompts then send
+    # nothing, so at most one request per worker follows it, however the threads are
+    # scheduled; workers waiting out a retry backoff wake at once.
     stop = threading.Event()
+
+    def backoff(seconds: float) -> None:
+        if stop.wait(seconds):
+            raise _Stopped
 
     def one(messages: Sequence[dict]) -> Completion | None:
         if stop.is_set():
             return None
         try:
-            return complete(cfg, messages)
-        except ToolError:
-            stop.set()
-            raise
-
-    pool = ThreadPoolExecutor(max_workers=concurrency)
-    stop = threading.Event()
-
-    def backoff(seconds: float) -> None:
-        # A stopped run (Ctrl-C, a fatal HTTP status) ends the workers' retry waits at
-        # once instead of sleeping out an exponential backoff before the process can exit.
-        if stop.wait(seconds):
-            raise _Stopped
-
-    def one(messages: Sequence[dict]) -> Completion:
-        try:
             return complete(cfg, messages, sleep=backoff)
         except _Stopped:
             return Completion("", error="stopped", attempts=0)
+        except ToolError:
+            stop.set()
+            raise
 
     try:
         futures = {pool.submit(one, p): i for i, p in enumerate(prompts)}

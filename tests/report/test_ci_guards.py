@@ -109,6 +109,8 @@ FAKE_PYTHON = """#!/usr/bin/env bash
 # A stand-in for python: logs each call; behaviour set by FAKE_* variables.
 echo "$*" >> "$FAKE_LOG"
 case "$*" in
+  *"print(sys.prefix)"*) echo /fake/venv; exit 0 ;;
+  *"sys.prefix != sys.base_prefix"*) exit 1 ;;  # "is a virtual environment"
   *"import sys, torch"*) exit "${FAKE_TORCH_IS_CUDA:-0}" ;;
   *"import torch;"*) echo "torch==2.13.0+cpu"; exit 0 ;;
   "-c import torch") exit "${FAKE_NO_TORCH:-0}" ;;

@@ -33,7 +33,9 @@ PREFIXES = [
 @pytest.mark.parametrize("sig", SIGNATURES, ids=[s.id for s in SIGNATURES])
 def test_each_signature_finds_its_example_behind_any_prefix(sig, prefix):
     text = f"some unrelated line\n{prefix}{sig.example}\nanother line"
-    found = {m.signature.code: m for m in scan_log(text)}
+    # the evidence its `when` asks for (GPU family, framework, platform) is given; its
+    # `unless` evidence is not: under that evidence its own example must select it
+    found = {m.signature.code: m for m in scan_log(text, evidence=_evidence_for(sig))}
     assert sig.code in found, [m.signature.id for m in found.values()]
     match = found[sig.code]
     # its own signature wins its code: not an earlier, more generic one
@@ -43,14 +45,23 @@ def test_each_signature_finds_its_example_behind_any_prefix(sig, prefix):
     assert match.line == strip_prefixes(sig.example).splitlines()[0].strip()[:300]
 
 
+def _evidence_for(sig):
+    return {name: "given by the test" for name in sig.when}
+
+
+def _applies(sig, evidence):
+    return all(e in evidence for e in sig.when) and not any(e in evidence for e in sig.unless)
+
+
 def test_specific_signatures_come_before_generic_ones_on_the_same_line():
     by_id = {s.id: s for s in SIGNATURES}
     pairs = []
     for i, specific in enumerate(SIGNATURES):
+        evidence = _evidence_for(specific)
         for generic in SIGNATURES[i + 1 :]:
-            if generic.pattern.search(specific.example):
+            if generic.pattern.search(specific.example) and _applies(generic, evidence):
                 pairs.append((specific.id, generic.id))
-                found = scan_log(specific.example)
+                found = scan_log(specific.example, evidence=evidence)
                 # both codes are reported, the specific one first
                 assert [m.signature.id for m in found][:2] == [specific.id, generic.id]
     assert ("fa-cxx11-abi", "fa-undefined-symbol") in pairs
