@@ -12,6 +12,7 @@ from collections.abc import Callable, Iterable
 from typing import Any
 
 from shop_r1_doctor.checks import (
+    docker,
     flash_attn,
     gpu_driver,
     nccl,
@@ -42,6 +43,7 @@ MODULES = (
     nccl,
     platform,
     ray,
+    docker,
     packages,
     resources,
     plan,
