@@ -206,8 +206,18 @@ def test_build_image_renders_from_an_installed_wheel(tmp_path):
     """No checkout: profiles and the project files come from the package data."""
     wheels = tmp_path / "wheels"
     proc = subprocess.run(
-        [sys.executable, "-m", "pip", "wheel", "-q", "--no-deps", "--no-build-isolation"]
-        + ["-w", str(wheels), str(ROOT)],
+        [
+            sys.executable,
+            "-m",
+            "pip",
+            "wheel",
+            "-q",
+            "--no-deps",
+            "--no-build-isolation",
+            "-w",
+            str(wheels),
+            str(ROOT),
+        ],
         capture_output=True,
         text=True,
     )
@@ -215,8 +225,17 @@ def test_build_image_renders_from_an_installed_wheel(tmp_path):
     site = tmp_path / "site"
     wheel = next(wheels.glob("shop_r1-*.whl"))
     proc = subprocess.run(
-        [sys.executable, "-m", "pip", "install", "-q", "--no-deps", "--target", str(site)]
-        + [str(wheel)],
+        [
+            sys.executable,
+            "-m",
+            "pip",
+            "install",
+            "-q",
+            "--no-deps",
+            "--target",
+            str(site),
+            str(wheel),
+        ],
         capture_output=True,
         text=True,
     )
@@ -224,8 +243,16 @@ def test_build_image_renders_from_an_installed_wheel(tmp_path):
     env = {k: v for k, v in os.environ.items() if k != "PYTHONPATH"}
     env["PYTHONPATH"] = str(site)
     proc = subprocess.run(
-        [sys.executable, "-m", "shop_r1_doctor.cli.main", "build-image"]
-        + ["--profile", "cpu", "-o", str(tmp_path / "out")],
+        [
+            sys.executable,
+            "-m",
+            "shop_r1_doctor.cli.main",
+            "build-image",
+            "--profile",
+            "cpu",
+            "-o",
+            str(tmp_path / "out"),
+        ],
         capture_output=True,
         text=True,
         env=env,
@@ -233,13 +260,16 @@ def test_build_image_renders_from_an_installed_wheel(tmp_path):
     )
     assert proc.returncode == 0, proc.stderr
     context = tmp_path / "out" / "shop-r1"
-    assert str(site) in subprocess.run(
-        [sys.executable, "-c", "import shop_r1_doctor; print(shop_r1_doctor.__file__)"],
-        capture_output=True,
-        text=True,
-        env=env,
-        cwd=tmp_path,
-    ).stdout
+    assert (
+        str(site)
+        in subprocess.run(
+            [sys.executable, "-c", "import shop_r1_doctor; print(shop_r1_doctor.__file__)"],
+            capture_output=True,
+            text=True,
+            env=env,
+            cwd=tmp_path,
+        ).stdout
+    )
     assert (context / "pyproject.toml").read_text() == (ROOT / "pyproject.toml").read_text()
     assert (context / "shop_r1_doctor" / "profiles_data" / "hopper.yaml").is_file()
     assert not list(context.rglob("__pycache__"))
