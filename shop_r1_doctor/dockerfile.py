@@ -173,6 +173,16 @@ def _dockerfile(profile: Profile, extras: tuple[str, ...], tag: str, base_overri
         out += [_run(f"{py} -m venv {VENV}")]
     out += [
         "",
+        "# A non-root default user. docker-run.sh runs as the host user instead (files in the",
+        "# mounted work dir stay the host user's), so HOME is writable for any uid.",
+        _run(
+            f"groupadd --gid {UID} {USER}",
+            f"useradd --uid {UID} --gid {UID} --create-home --shell /bin/bash {USER}",
+            f"mkdir -p {HF_CACHE} {HOME}/work",
+            f"chown -R {USER}:{USER} {HOME}",
+            f"chmod -R a+rwX,+t {HOME}",
+        ),
+        "",
         f"# torch {p.torch.local} from the profile's index ({p.torch.index_url}), first and alone.",
         _run(_pip(f"torch=={p.torch.version}", "--index-url", index)),
         "",
@@ -247,15 +257,6 @@ def _dockerfile(profile: Profile, extras: tuple[str, ...], tag: str, base_overri
             "shop-r1 profiles list >/dev/null",
         ),
         "",
-        "# A non-root default user. docker-run.sh runs as the host user instead (files in the",
-        "# mounted work dir stay the host user's), so HOME is writable for any uid.",
-        _run(
-            f"groupadd --gid {UID} {USER}",
-            f"useradd --uid {UID} --gid {UID} --create-home --shell /bin/bash {USER}",
-            f"mkdir -p {HF_CACHE} {HOME}/work",
-            f"chown -R {USER}:{USER} {HOME}",
-            f"chmod -R a+rwX,+t {HOME}",
-        ),
         f"ENV HOME={HOME} HF_HOME={HF_CACHE}",
         f"USER {UID}:{UID}",
         f"WORKDIR {HOME}/work",

@@ -176,6 +176,16 @@ def _tcp_open(host: str, port: int, timeout: float) -> bool:
         return False
 
 
+def _local_ips() -> set[str]:
+    """This machine's addresses (the node IP Ray writes into its address file)."""
+    import psutil
+
+    try:
+        return {a.address for addrs in psutil.net_if_addrs().values() for a in addrs}
+    except OSError:
+        return set()
+
+
 def _same(a: str, b: str) -> bool:
     """GCS addresses equal up to a loopback spelling of this machine."""
     local = ("127.0.0.1", "localhost", "::1")
@@ -226,7 +236,7 @@ def probe_ray(
         facts["temp_dir"] = head.temp_dir
     # A local head's dashboard listens where its process says; guessing :8265 on this
     # machine could ask another cluster's dashboard. A remote head: host:8265.
-    local = host in ("127.0.0.1", "localhost", "::1", "")
+    local = host in ("127.0.0.1", "localhost", "::1", "") or host in _local_ips()
     if head is not None and head.dashboard:
         dashboard: str | None = head.dashboard
     else:

@@ -302,7 +302,9 @@ def docker_headline(snap: dict[str, Any]) -> str:
     if not docker.get("reachable"):
         return f"Docker: engine at {docker.get('host')} does not answer"
     usable = docker.get("gpus_usable")
-    gpus = "--gpus usable" if usable is True else "no GPU support" if usable is False else ""
+    gpus = (
+        "--gpus usable" if usable is True else "no NVIDIA runtime or CDI" if usable is False else ""
+    )
     return "Docker: " + _join(
         f"engine {docker.get('server_version')}", docker.get("storage_driver"), gpus
     )
