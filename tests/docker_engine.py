@@ -28,6 +28,7 @@ from pathlib import Path
 
 BASE_IMAGE = "shop-r1-test/base:bookworm-py3"
 CA_BUNDLE = Path("/etc/ssl/certs/ca-certificates.crt")
+INDEX_PORT = 38265  # the local torch index (torch_wheel_index / serve)
 MIRROR = os.environ.get("SHOP_R1_TEST_DEBIAN_MIRROR", "http://deb.debian.org/debian")
 
 
@@ -217,7 +218,11 @@ def serve(directory: str) -> Iterator[str]:
             pass
 
     handler = functools.partial(Handler, directory=directory)
-    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), handler)
+    # A fixed port when free: the URL is a build arg, part of every later step's cache key.
+    try:
+        server = http.server.ThreadingHTTPServer(("127.0.0.1", INDEX_PORT), handler)
+    except OSError:
+        server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), handler)
     threading.Thread(target=server.serve_forever, daemon=True).start()
     try:
         yield f"http://127.0.0.1:{server.server_address[1]}/"
