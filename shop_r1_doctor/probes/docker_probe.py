@@ -18,6 +18,7 @@ from typing import Any
 from urllib.parse import urlparse
 
 from shop_r1_doctor.probes.deps import ProbeDeps
+from shop_r1_doctor.redact import redact_home
 
 DEFAULT_SOCKET = "/var/run/docker.sock"
 HOOKS = ("nvidia-container-runtime-hook", "nvidia-container-toolkit")
@@ -96,7 +97,8 @@ def probe_docker(deps: ProbeDeps, timeout: float = 1.0) -> dict[str, Any]:
     if host is None:
         return {"docker": None}
     source = "DOCKER_HOST" if deps.environ.get("DOCKER_HOST", "").strip() else "socket"
-    facts: dict[str, Any] = {"host": host, "host_from": source, "reachable": False, "error": None}
+    shown = redact_home(host, deps.home)  # a rootless engine's socket lives under $HOME
+    facts: dict[str, Any] = {"host": shown, "host_from": source, "reachable": False, "error": None}
     get = deps.docker or (lambda path, t: engine_get(host, path, t))
     try:
         version = get("/version", timeout)

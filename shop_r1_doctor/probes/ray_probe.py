@@ -28,6 +28,7 @@ from typing import Any
 from urllib.parse import urlparse
 
 from shop_r1_doctor.probes.deps import DistRecord, ProbeDeps
+from shop_r1_doctor.redact import redact_home
 
 DASHBOARD_PORT = 8265
 GCS_PORT = 6379
@@ -204,6 +205,10 @@ def probe_ray(
     file_path = os.path.join(default_dir, "ray_current_cluster")
     file_address = _read(file_path)
     client = client_view(deps.environ, file_address, heads)
+
+    def shown(path: str | None) -> str | None:
+        return redact_home(path, deps.home) if path else None
+
     facts: dict[str, Any] = {
         "version": rec.version,
         "cluster": "none",
@@ -215,7 +220,7 @@ def probe_ray(
         "dashboard": None,
         "gcs_healthy": None,
         "head_version": None,
-        "cluster_file": file_address and file_path,
+        "cluster_file": shown(file_path) if file_address else None,
         "local_heads": [h.gcs for h in heads],
         "client": client,
     }
@@ -233,7 +238,7 @@ def probe_ray(
     head = next((h for h in heads if _same(h.gcs, address)), None)
     _scheme, host, port = parse_address(address)
     if head is not None:
-        facts["temp_dir"] = head.temp_dir
+        facts["temp_dir"] = shown(head.temp_dir)
     # A local head's dashboard listens where its process says; guessing :8265 on this
     # machine could ask another cluster's dashboard. A remote head: host:8265.
     local = host in ("127.0.0.1", "localhost", "::1", "") or host in _local_ips()
