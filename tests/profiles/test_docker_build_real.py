@@ -59,8 +59,18 @@ def _cli(args, docker_host, **kw):
     )
 
 
+def _show(request, text: str) -> None:
+    """Onto the terminal past output capture: the CI log shows the real build and run."""
+    plugins = request.config.pluginmanager
+    reporter = plugins.getplugin("terminalreporter")
+    with plugins.getplugin("capturemanager").global_and_fixture_disabled():
+        reporter.write_line("")
+        for line in text.splitlines():
+            reporter.write_line(line)
+
+
 @pytest.fixture(scope="session")
-def built_image(docker_host, base_image, tmp_path_factory):
+def built_image(docker_host, base_image, tmp_path_factory, request):
     # -o outside the checkout: the build context is the output directory itself.
     out = tmp_path_factory.mktemp("image")
     args = ["build-image", "--profile", "cpu", "-o", str(out), "--build", "--tag", TAG]
@@ -72,8 +82,8 @@ def built_image(docker_host, base_image, tmp_path_factory):
             args += ["--build-arg", f"TORCH_INDEX_URL={url}"]
         proc = _cli(args, docker_host, timeout=1500)
     log = proc.stdout + proc.stderr
-    # The CI log shows the engine's steps as they streamed.
-    print("\n".join(line for line in log.splitlines() if line.startswith(("Step ", "built "))))
+    steps = [line for line in log.splitlines() if line.startswith(("Step ", "built "))]
+    _show(request, "\n".join(steps))
     assert proc.returncode == 0, log[-3000:]
     return out, log
 
@@ -96,7 +106,7 @@ def _run(docker_host, command, user=None):
         container.remove(force=True)
 
 
-def test_build_streams_steps_and_the_image_runs_the_doctor(docker_host, built_image):
+def test_build_streams_steps_and_the_image_runs_the_doctor(docker_host, built_image, request):
     out, log = built_image
     assert "Step 1/" in log and f"FROM {docker_engine.BASE_IMAGE}" in log
     assert f"built {TAG}" in log
@@ -104,7 +114,7 @@ def test_build_streams_steps_and_the_image_runs_the_doctor(docker_host, built_im
     status, stdout, stderr = _run(docker_host, ["shop-r1", "doctor", "--json"])
     assert status in (0, 1), stderr  # 2 would be a tool error (e.g. no profiles)
     human = _run(docker_host, ["shop-r1", "doctor"])[1]
-    print("docker run shop-r1-test:cpu shop-r1 doctor:\n" + human)  # for the CI log
+    _show(request, "docker run shop-r1-test:cpu shop-r1 doctor:\n" + human)
     report = json.loads(stdout)
     assert report["schema"] == REPORT_SCHEMA
     Diagnosis.from_json(report)  # the contract reader accepts it
