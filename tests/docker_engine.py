@@ -120,6 +120,14 @@ def engine() -> Iterator[str]:
                 raise Unavailable("dockerd did not answer within 60 s")
             time.sleep(0.5)
         yield f"unix://{sock}"
+        # Keep the cache to what the next session reuses: rebuilt steps leave the old
+        # image untagged.
+        import docker
+
+        with contextlib.suppress(Exception):
+            docker.DockerClient(base_url=f"unix://{sock}", timeout=120).images.prune(
+                filters={"dangling": True}
+            )
     finally:
         proc.terminate()
         try:

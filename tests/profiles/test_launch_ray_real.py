@@ -8,6 +8,7 @@ and prints the GCS address it got, so the tests see which cluster the run joined
 from __future__ import annotations
 
 import os
+import shutil
 import signal
 import subprocess
 import sys
@@ -84,6 +85,7 @@ def short_dirs():
     yield made
     for d in made:
         _kill(d)
+        shutil.rmtree(d, ignore_errors=True)
 
 
 def test_launch_ray_joins_a_running_head_and_leaves_it_running(tmp_path, short_dirs):
