@@ -136,6 +136,8 @@ def engine() -> Iterator[str]:
             proc.kill()
             proc.wait()
         log.close()
+        # dockerd leaves its default network namespace bind-mounted in the exec root.
+        subprocess.run(["umount", str(run / "x" / "netns" / "default")], capture_output=True)
         shutil.rmtree(run, ignore_errors=True)
 
 
