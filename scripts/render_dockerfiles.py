@@ -22,14 +22,19 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     drift = []
     for name, profile in sorted(load_profiles().items()):
-        rendered = render(profile, dockerfile_path=Path("dockerfiles") / name / "Dockerfile")
+        rendered = render(profile)
         target = OUT / name
+        stale = [p for p in target.glob("*") if p.name not in rendered.files()]
         if args.check:
+            drift += [str(p.relative_to(ROOT)) for p in stale]
             for file, text in rendered.files().items():
                 path = target / file
                 if not path.is_file() or path.read_text(encoding="utf-8") != text:
                     drift.append(str(path.relative_to(ROOT)))
         else:
+            for path in stale:
+                path.unlink()
+                print(f"removed {path.relative_to(ROOT)}")
             for path in write(rendered, target):
                 print(f"wrote {path.relative_to(ROOT)}")
     for path in drift:

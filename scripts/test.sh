@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
-# Install shop-r1 with its test and train extras (CPU build of torch, never the
+# Install shop-r1 with its test, train and ray extras (CPU build of torch, never the
 # multi-GB CUDA wheels), then run everything CI runs: lint, format, types, the
-# profile consistency check and the test suite.
+# profile consistency check and the test suite (real Ray heads, a real Docker engine).
 #
 # torch comes only from the PyTorch CPU index (as torch==X+cpu): when that index cannot
 # be reached the script fails instead of falling back to PyPI, whose Linux torch wheel is
@@ -23,7 +23,7 @@ if [ -z "${SHOP_R1_TEST_NO_INSTALL:-}" ]; then
       "to install there anyway, or SHOP_R1_TEST_NO_INSTALL=1 to only run the checks" >&2
     exit 2
   fi
-  echo "scripts/test.sh: installing shop-r1[test,train] (CPU torch if missing) into $prefix" >&2
+  echo "scripts/test.sh: installing shop-r1[test,train,ray] (CPU torch if missing) into $prefix" >&2
   if ! "$PY" -c "import torch" >/dev/null 2>&1; then
     # --retries 0 fails fast offline; the +cpu local version exists only on the CPU index
     # (and in local wheel mirrors), never on PyPI, whose torch is the CUDA build.
@@ -44,7 +44,15 @@ if [ -z "${SHOP_R1_TEST_NO_INSTALL:-}" ]; then
   constraints=$(mktemp)
   trap 'rm -f "$constraints"' EXIT
   "$PY" -c "import torch; print('torch==' + torch.__version__)" >"$constraints"
-  "$PY" -m pip install -q -c "$constraints" -e ".[test,train]"
+  "$PY" -m pip install -q -c "$constraints" -e ".[test,train,ray]"
+  # The Docker tests start their own engine (root, dockerd) and make their base image with
+  # mmdebstrap; as root on Debian/Ubuntu, install both when missing (else those tests skip
+  # and say why). SHOP_R1_TEST_NO_APT=1 leaves the system alone.
+  if [[ $(id -u) == 0 ]] && [ -z "${SHOP_R1_TEST_NO_APT:-}" ] && command -v apt-get >/dev/null \
+    && ! { command -v dockerd && command -v mmdebstrap; } >/dev/null; then
+    { apt-get update -qq && apt-get install -y -q docker.io mmdebstrap >/dev/null; } \
+      || echo "note: apt-get install docker.io mmdebstrap failed; the Docker tests will skip" >&2
+  fi
 fi
 
 "$PY" -m ruff check .

@@ -13,6 +13,7 @@ from collections.abc import Callable, Iterable
 from typing import Any
 
 from shop_r1_doctor.checks import (
+    docker,
     flash_attn,
     gpu_driver,
     nccl,
@@ -44,6 +45,7 @@ MODULES = (
     nccl,
     platform,
     ray,
+    docker,
     packages,
     resources,
     plan,

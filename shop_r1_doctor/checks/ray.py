@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Iterator
-from typing import Any
+from typing import Any, Literal
 
 from shop_r1_doctor.checks._base import GIB, bytes_gib, finding, plan_bool
 from shop_r1_doctor.facts import Facts
@@ -71,15 +71,88 @@ def ray_tmp(facts: Facts) -> Iterator[Finding]:
         )
 
 
+def _needs_ray(facts: Facts) -> bool:
+    return plan_bool(facts, "use_ray") is True
+
+
+def _raised(facts: Facts) -> Literal["error"] | None:
+    """A plan that uses Ray makes a cluster problem certain to stop the run."""
+    return "error" if _needs_ray(facts) else None
+
+
 def ray_cluster(facts: Facts) -> Iterator[Finding]:
+    """The cluster ray.init() would use: gone, not answering, or left behind."""
     ray = _ray(facts)
-    if ray is None or ray.get("cluster") != "unreachable":
+    if ray is None:
         return
-    yield finding(
-        "RAY_CLUSTER_UNREACHABLE",
-        f"Ray cluster at {ray.get('address')} does not answer",
-        detail=str(ray.get("error") or ""),
-    )
+    state, address = ray.get("cluster"), ray.get("address")
+    severity = _raised(facts)
+    if state == "stale":
+        yield finding(
+            "RAY_CLUSTER_STALE",
+            f"Ray's cluster file names {address}, but no head answers there",
+            detail=(
+                f"{ray.get('cluster_file')} was left by a head that is gone (killed, or the "
+                f"machine restarted); ray.init() would try it and fail. {ray.get('error') or ''}"
+            ).strip(),
+            severity=severity,
+        )
+    elif state in ("unreachable", "unhealthy"):
+        client = ray.get("client") or {}
+        via = (
+            f"RAY_ADDRESS={client.get('ray_address')}"
+            if ray.get("source") == "RAY_ADDRESS"
+            else str(ray.get("source"))
+        )
+        yield finding(
+            "RAY_CLUSTER_UNREACHABLE",
+            f"Ray cluster at {address} ({via}) "
+            + ("reports an unhealthy GCS" if state == "unhealthy" else "does not answer"),
+            detail=str(ray.get("error") or ""),
+            severity=severity,
+        )
 
 
-CHECKS = (ray_windows, ray_shm, ray_tmp, ray_cluster)
+def ray_client_address(facts: Facts) -> Iterator[Finding]:
+    """What ray.init() would do with RAY_ADDRESS, against the heads that run here."""
+    ray = _ray(facts)
+    client = ray.get("client") if ray else None
+    if not isinstance(client, dict) or ray is None:
+        return
+    action = client.get("action")
+    if action == "fail":
+        yield finding(
+            "RAY_ADDRESS_INVALID",
+            f"ray.init() would fail: {client.get('error')}",
+            severity=_raised(facts),
+        )
+    heads = [h for h in ray.get("local_heads") or [] if isinstance(h, str)]
+    if action == "start-local" and heads and ray.get("cluster") != "stale":
+        where = f" (started with --temp-dir {ray['temp_dir']})" if ray.get("temp_dir") else ""
+        yield finding(
+            "RAY_INIT_MISSES_LOCAL_HEAD",
+            f"ray.init() would start a new private Ray, not join the head at {heads[0]}{where}",
+            detail=(
+                "RAY_ADDRESS is unset and ray.init() finds no address file where it looks "
+                "(<RAY_TMPDIR|TMPDIR|/tmp>/ray/ray_current_cluster)."
+            ),
+            fix=f"export RAY_ADDRESS={heads[0]}",
+            severity=_raised(facts),
+        )
+
+
+def ray_version_match(facts: Facts) -> Iterator[Finding]:
+    ray = _ray(facts)
+    if ray is None:
+        return
+    head, mine = ray.get("head_version"), ray.get("version")
+    if ray.get("cluster") == "running" and head and mine and head != mine:
+        yield finding(
+            "RAY_VERSION_MISMATCH",
+            f"the head at {ray.get('address')} runs Ray {head}, this Python has Ray {mine}",
+            detail="ray.init() refuses to connect: 'Version mismatch: The cluster was started with ...'",
+            fix=f"pip install 'ray[default]=={head}' (or restart the head with {mine})",
+        )
+
+
+CHECKS = (ray_windows, ray_shm, ray_tmp, ray_cluster, ray_client_address, ray_version_match)

@@ -140,7 +140,7 @@ def render_script(plan: LaunchPlan, names: dict[str, str]) -> str:
             'MAIN_PROCESS_IP="${MAIN_PROCESS_IP:?set MAIN_PROCESS_IP to the main node address}"',
         ]
     if r.ray:
-        out.append('RAY_PORT="${RAY_PORT:-6379}"')
+        out.append('RAY_PORT="${RAY_PORT:-6379}" RAY_TEMP_DIR="${RAY_TEMP_DIR:-/tmp/ray}"')
     out += ["", f"# Environment from profile {r.profile.name}."]
     out += [f"export {k}={_q(v)}" for k, v in sorted(plan.env.items())]
     out.append("export PYTHONUNBUFFERED=1")
@@ -156,9 +156,9 @@ def render_script(plan: LaunchPlan, names: dict[str, str]) -> str:
         ]
     out += _HELPERS
     out += _cleanup(has_server, r.ray)
-    out += _preflight(plan, names)
-    if r.ray:
+    if r.ray:  # first: the preflight then sees the RAY_ADDRESS the run will use
         out += _ray(multi_node, r.nodes)
+    out += _preflight(plan, names)
     if has_server:
         out += _server(plan)
     if r.task == "vllm-server":
@@ -237,10 +237,27 @@ def _cleanup(has_server: bool, ray: bool) -> list[str]:
             "  fi",
         ]
     if ray:
-        body.append('  "$PYTHON" -m ray.scripts.scripts stop >/dev/null 2>&1 || true')
+        # Only the processes `ray start` created here: a cluster that was running before
+        # (and its other drivers) stays up.
+        body += [
+            '  if [[ -n "$RAY_OURS" ]]; then',
+            '    log "stopping the Ray processes this script started"',
+            "    # shellcheck disable=SC2086",
+            "    kill -TERM $RAY_OURS 2>/dev/null || true",
+            "    for _ in $(seq 15); do",
+            "      alive=0",
+            '      for pid in $RAY_OURS; do kill -0 "$pid" 2>/dev/null && alive=1; done',
+            "      (( alive )) || break",
+            "      sleep 1",
+            "    done",
+            "    # shellcheck disable=SC2086",
+            "    kill -KILL $RAY_OURS 2>/dev/null || true",
+            "  fi",
+        ]
     if not body:
         return []
     head = ['SERVER_PID=""'] if has_server else []
+    head += ['RAY_OURS=""'] if ray else []
     return [
         "",
         "# Whatever happens, the server (and its engine processes) go down with the run.",
@@ -259,21 +276,61 @@ def _ray(multi_node: bool, nodes: int) -> list[str]:
     head_ip = "$MAIN_PROCESS_IP" if multi_node else "127.0.0.1"
     return [
         "",
-        "# Ray: the main node starts the head (short temp dir: AF_UNIX paths max 107 bytes),",
-        "# the others join it; the run waits until every node is in.",
+        "# Ray: join the cluster RAY_ADDRESS names, or the one ray.init(address='auto') finds",
+        "# running here; start a head (short temp dir: AF_UNIX paths max 107 bytes) only when",
+        "# there is none. Cleanup stops only the Ray processes this script started.",
+        "ray_pids() {",
+        '  "$PYTHON" -c \'import psutil; print(" ".join(str(p.pid) for p in psutil.process_iter(["cmdline"]) if any("/ray/" in a or a.startswith("ray::") for a in (p.info["cmdline"] or [])[:3])))\'',
+        "}",
+        "gcs_answers() {",
+        "  # A TCP connect to host:port (ray.init() on a dead address waits for minutes).",
+        '  "$PYTHON" -c \'import socket, sys; h, _, p = sys.argv[1].rpartition(":"); socket.create_connection((h, int(p)), timeout=3).close()\' "$1" 2>/dev/null',
+        "}",
+        'RAY_FILE="${RAY_TMPDIR:-${TMPDIR:-/tmp}}/ray/ray_current_cluster"  # where ray.init() looks',
+        "ray_gcs() {",
+        "  # The GCS address ray.init() connects to (RAY_ADDRESS, else auto-detected), or fail.",
+        '  timeout 120 "$PYTHON" -c \'import os, ray; ray.init(address=os.environ.get("RAY_ADDRESS") or "auto", logging_level="ERROR", log_to_driver=False); print(ray.get_runtime_context().gcs_address)\' \\',
+        '    2>>"$RUN_DIR/ray.log" | tail -n 1',
+        "}",
+        "ray_start() {",
+        '  RAY_BEFORE="$(ray_pids)"',
+        '  if ! "$PYTHON" -m ray.scripts.scripts start "$@" --disable-usage-stats >>"$RUN_DIR/ray.log" 2>&1; then',
+        '    tail -n 20 "$RUN_DIR/ray.log" >&2',
+        '    fail "ray start $* failed (see $RUN_DIR/ray.log)"',
+        "  fi",
+        "  local pid",
+        '  for pid in $(ray_pids); do [[ " $RAY_BEFORE " == *" $pid "* ]] || RAY_OURS+=" $pid"; done',
+        "}",
         f"if [[ {rank} == 0 ]]; then",
-        '  "$PYTHON" -m ray.scripts.scripts start --head --port "$RAY_PORT" --temp-dir /tmp/ray \\',
-        '    --disable-usage-stats 2>&1 | stamp >> "$RUN_DIR/ray.log"',
+        '  if [[ -n "${RAY_ADDRESS:-}" && "$RAY_ADDRESS" != auto ]]; then',
+        '    log "joining the Ray cluster at RAY_ADDRESS=$RAY_ADDRESS"',
+        '    if [[ "$RAY_ADDRESS" != *://* ]] && ! gcs_answers "$RAY_ADDRESS"; then',
+        '      fail "RAY_ADDRESS=$RAY_ADDRESS: no Ray cluster answers there (ray start --head, or unset RAY_ADDRESS)"',
+        "    fi",
+        '    gcs="$(ray_gcs)" || { tail -n 20 "$RUN_DIR/ray.log" >&2; fail "RAY_ADDRESS=$RAY_ADDRESS: ray.init() failed (see $RUN_DIR/ray.log)"; }',
+        '  elif [[ -s "$RAY_FILE" ]] && ! gcs_answers "$(cat "$RAY_FILE")"; then',
+        '    fail "$RAY_FILE names $(cat "$RAY_FILE"), where no Ray head answers (a head that was killed): run ray stop"',
+        '  elif gcs="$(ray_gcs)" && [[ -n "$gcs" ]]; then',
+        '    log "joining the Ray cluster already running at $gcs"',
+        "  else",
+        '    port_free "$RAY_PORT" || fail "port $RAY_PORT is in use but no Ray head answers there; set RAY_PORT"',
+        '    log "starting a Ray head on port $RAY_PORT (temp dir $RAY_TEMP_DIR)"',
+        '    ray_start --head --port "$RAY_PORT" --temp-dir "$RAY_TEMP_DIR"',
+        '    gcs="$(cat "$RAY_TEMP_DIR/ray_current_cluster" 2>/dev/null)" || fail "ray start wrote no $RAY_TEMP_DIR/ray_current_cluster"',
+        "  fi",
+        '  export RAY_ADDRESS="$gcs"',
         "else",
-        f'  "$PYTHON" -m ray.scripts.scripts start --address "{head_ip}:$RAY_PORT" 2>&1 | stamp >> "$RUN_DIR/ray.log"',
+        f'  log "joining the Ray head at {head_ip}:$RAY_PORT"',
+        f'  ray_start --address "{head_ip}:$RAY_PORT"',
+        f'  export RAY_ADDRESS="{head_ip}:$RAY_PORT"',
         "fi",
-        f'export RAY_ADDRESS="{head_ip}:$RAY_PORT"',
         "deadline=$((SECONDS + 300))",
-        "until \"$PYTHON\" -c 'import ray, sys; ray.init(); sys.exit(len(ray.nodes()) < int(sys.argv[1]))' \\",
-        f"    {nodes} >/dev/null 2>&1; do",
-        '  (( SECONDS < deadline )) || fail "Ray cluster incomplete after 300 s (see $RUN_DIR/ray.log)"',
+        'until "$PYTHON" -c \'import ray, sys; ray.init(logging_level="ERROR"); sys.exit(len([n for n in ray.nodes() if n["Alive"]]) < int(sys.argv[1]))\' \\',
+        f'    {nodes} >>"$RUN_DIR/ray.log" 2>&1; do',
+        f'  (( SECONDS < deadline )) || fail "Ray cluster has fewer than {nodes} node(s) after 300 s (see $RUN_DIR/ray.log)"',
         "  sleep 5",
         "done",
+        'log "Ray cluster at $RAY_ADDRESS is up"',
     ]
 
 

@@ -22,6 +22,7 @@ from shop_r1_doctor import __version__
 from shop_r1_doctor.isolate import ChildResult
 from shop_r1_doctor.probes import (
     cuda_toolkit,
+    docker_probe,
     env,
     gpu,
     host,
@@ -47,6 +48,7 @@ SECTION_ORDER = (
     "torch",
     "imports",
     "ray",
+    "docker",
     "env",
 )
 
@@ -161,6 +163,7 @@ def collect_snapshot(
     add("packages", quick, lambda: Outcome(packages.probe_packages(deps)))
     add("env", quick, lambda: Outcome(env.probe_env(deps)))
     add("ray", quick, lambda: Outcome(ray_probe.probe_ray(deps, dists(), min(quick, 1.0))))
+    add("docker", quick, lambda: Outcome(docker_probe.probe_docker(deps, min(quick, 1.0))))
     add("torch", timeout + quick, torch_job)
 
     present, absent = imports.installed_groups(deps)

@@ -76,6 +76,13 @@ def default_cache_dir(environ: Mapping[str, str]) -> Path:
     return Path(base) / "shop-r1"
 
 
+def ray_cmdlines() -> list[list[str]]:
+    """Command lines of this machine's Ray head processes (lazy: psutil walk)."""
+    from shop_r1_doctor.probes.ray_probe import ray_cmdlines as scan
+
+    return scan()
+
+
 AUTO: Any = object()  # "load the real pynvml lazily"
 
 
@@ -91,7 +98,9 @@ class ProbeDeps:
     extra_path: tuple[str, ...] = ()  # prepended to children's PYTHONPATH (fake packages)
     cache_dir: Path | None = None  # None: default_cache_dir(environ); torch facts live there
     http: Callable[[str, float], tuple[int, str] | None] = http_get
+    docker: Callable[[str, float], Any] | None = None  # engine API GET; None: the real one
     proc_name: Callable[[int], str | None] = process_name
+    ray_cmdlines: Callable[[], list[list[str]]] = ray_cmdlines
     cwd: Path = field(default_factory=Path.cwd)
     output_dir: str | None = None  # the plan's output_dir, checked for free disk
     home: str = field(default_factory=lambda: os.path.expanduser("~"))

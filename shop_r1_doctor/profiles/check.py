@@ -292,6 +292,21 @@ def _extras(p: Profile, compat: Compat) -> Iterator[tuple[str, str]]:
             )
 
 
+def _constraints(p: Profile, compat: Compat) -> Iterator[tuple[str, str]]:
+    """The one constraints file of each image (`--with` none, each extra, all) must resolve."""
+    from shop_r1_doctor.profiles.resolve import resolve
+
+    names = sorted(p.extras)
+    combos = [()] + [(n,) for n in names] + ([tuple(names)] if len(names) > 1 else [])
+    seen: set[str] = set()
+    for extras in combos:
+        for conflict in resolve(p, extras).conflicts:
+            if conflict not in seen:
+                seen.add(conflict)
+                where = "extras" if extras else "packages"
+                yield where, f"--with {','.join(extras) or '(none)'}: {conflict}"
+
+
 def _vllm_opencv_floor(p: Profile, compat: Compat) -> Version | None:
     """vLLM's opencv-python-headless floor, where the knowledge records it (optional table)."""
     rows = getattr(compat, "vllm_opencv", ())
@@ -302,7 +317,16 @@ def _vllm_opencv_floor(p: Profile, compat: Compat) -> Version | None:
     return Version(row.value) if row is not None else None
 
 
-RULES: tuple[Rule, ...] = (_vllm_pin, _torch_archs, _cuda, _flash_attn, _bf16, _env, _extras)
+RULES: tuple[Rule, ...] = (
+    _vllm_pin,
+    _torch_archs,
+    _cuda,
+    _flash_attn,
+    _bf16,
+    _env,
+    _extras,
+    _constraints,
+)
 
 
 def check_profile(profile: Profile, compat: Compat) -> list[Problem]:

@@ -267,7 +267,9 @@ def ray_headline(snap: dict[str, Any]) -> str:
     where = {
         "none": "no cluster running",
         "running": f"cluster at {ray.get('address')}",
+        "unhealthy": f"cluster at {ray.get('address')}, GCS unhealthy",
         "unreachable": f"cluster at {ray.get('address')} does not answer",
+        "stale": f"stale cluster file names {ray.get('address')} (nothing answers)",
     }.get(str(cluster), "")
     nodes = ray.get("nodes")
     count = (
@@ -275,12 +277,72 @@ def ray_headline(snap: dict[str, Any]) -> str:
         if cluster == "running" and isinstance(nodes, int)
         else ""
     )
-    return f"Ray {ray.get('version', '?')}: {_join(where, count)}"
+    health = "GCS healthy" if cluster == "running" and ray.get("gcs_healthy") else ""
+    return f"Ray {ray.get('version', '?')}: {_join(where, count, health)}"
+
+
+_CLIENT_ACTIONS = {
+    "connect": "connects to {address}",
+    "connect-client": "connects through Ray Client to {address}",
+    "start-local": "starts a new local Ray instance",
+    "fail": "fails: {error}",
+}
 
 
 def ray_facts(snap: dict[str, Any]) -> list[str]:
     ray = _d(snap, "ray")
-    return [f"error: {ray['error']}"] if ray.get("error") else []
+    lines = []
+    if ray.get("head_version") and ray.get("head_version") != ray.get("version"):
+        lines.append(f"head runs Ray {ray['head_version']}")
+    if ray.get("dashboard"):
+        lines.append(f"dashboard: {ray['dashboard']}")
+    if ray.get("temp_dir"):
+        lines.append(f"head's temp dir: {ray['temp_dir']}")
+    if ray.get("source"):
+        lines.append(f"found through: {ray['source']}")
+    client = ray.get("client")
+    if isinstance(client, dict) and client.get("action"):
+        env = client.get("ray_address")
+        text = _CLIENT_ACTIONS.get(str(client["action"]), str(client["action"])).format(**client)
+        lines.append(f"ray.init() with RAY_ADDRESS={env or '(unset)'}: {text}")
+    if ray.get("error"):
+        lines.append(f"error: {ray['error']}")
+    return lines
+
+
+def docker_headline(snap: dict[str, Any]) -> str:
+    if "docker" not in snap:
+        return "Docker: unknown"
+    docker = snap.get("docker")
+    if not isinstance(docker, dict):
+        return "Docker: no engine"
+    if not docker.get("reachable"):
+        return f"Docker: engine at {docker.get('host')} does not answer"
+    usable = docker.get("gpus_usable")
+    gpus = (
+        "--gpus usable" if usable is True else "no NVIDIA runtime or CDI" if usable is False else ""
+    )
+    return "Docker: " + _join(
+        f"engine {docker.get('server_version')}", docker.get("storage_driver"), gpus
+    )
+
+
+def docker_facts(snap: dict[str, Any]) -> list[str]:
+    docker = _d(snap, "docker")
+    if not docker:
+        return []
+    lines = [f"host: {docker.get('host')}"]
+    if docker.get("reachable"):
+        runtimes = ", ".join(docker.get("runtimes") or []) or "none"
+        lines.append(f"runtimes: {runtimes} (default {docker.get('default_runtime')})")
+        cdi = docker.get("cdi_spec_dirs")
+        if cdi:
+            lines.append(f"CDI spec dirs: {', '.join(cdi)}")
+        if docker.get("cdi_nvidia_devices"):
+            lines.append(f"CDI NVIDIA devices: {', '.join(docker['cdi_nvidia_devices'])}")
+    if docker.get("error"):
+        lines.append(f"error: {docker['error']}")
+    return lines
 
 
 def plan_headline(snap: dict[str, Any]) -> str:

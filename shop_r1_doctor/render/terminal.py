@@ -93,6 +93,7 @@ GROUPS = (
     ),
     Group("vllm", frozenset({"vllm"}), ("imports.vllm",), ft.vllm_headline, ft.vllm_facts),
     Group("ray", frozenset({"ray"}), ("ray",), ft.ray_headline, ft.ray_facts),
+    Group("docker", frozenset({"docker"}), ("docker",), ft.docker_headline, ft.docker_facts),
     Group("plan", frozenset({"plan"}), (), ft.plan_headline, ft.plan_facts),
     Group("profile", frozenset({"profile"}), (), lambda snap: "Profile", lambda snap: []),
     Group("doctor", frozenset({"doctor"}), (), ft.doctor_headline, ft.doctor_facts),
@@ -172,6 +173,9 @@ def render_terminal(
         if group.key == "doctor" and not findings and not verbose:
             continue
         if group.key == "profile" and not findings and not diagnosis.profile:
+            continue
+        # No engine here (or a snapshot from before the docker probe): nothing to say.
+        if group.key == "docker" and not findings and not isinstance(snap.get("docker"), dict):
             continue
         headline = _profile_headline(diagnosis) if group.key == "profile" else group.headline(snap)
         state = _state(findings, states)

@@ -537,6 +537,83 @@ CASES: list[tuple[str, dict[str, Any]]] = [
             }
         },
     ),
+    (
+        "RAY_CLUSTER_STALE",
+        {
+            "ray": {
+                "version": "2.60.0",
+                "cluster": "stale",
+                "address": "192.0.2.2:6379",
+                "source": "cluster_file",
+                "cluster_file": "/tmp/ray/ray_current_cluster",
+                "error": "nothing answers at 192.0.2.2:6379 (GCS)",
+                "client": {"ray_address": None, "action": "connect", "address": "192.0.2.2:6379"},
+            }
+        },
+    ),
+    (
+        "RAY_ADDRESS_INVALID",
+        {
+            "ray": {
+                "version": "2.60.0",
+                "cluster": "none",
+                "client": {
+                    "ray_address": "http://127.0.0.1:8265",
+                    "action": "fail",
+                    "error": "RAY_ADDRESS=http://127.0.0.1:8265 is a dashboard / Jobs API URL",
+                },
+            }
+        },
+    ),
+    (
+        "RAY_INIT_MISSES_LOCAL_HEAD",
+        {
+            "ray": {
+                "version": "2.60.0",
+                "cluster": "running",
+                "address": "192.0.2.2:6379",
+                "source": "process",
+                "temp_dir": "/tmp/rt",
+                "local_heads": ["192.0.2.2:6379"],
+                "client": {"ray_address": None, "action": "start-local", "address": None},
+            }
+        },
+    ),
+    (
+        "RAY_VERSION_MISMATCH",
+        {
+            "ray": {
+                "version": "2.60.0",
+                "head_version": "2.51.1",
+                "cluster": "running",
+                "address": "10.0.0.1:6379",
+            }
+        },
+    ),
+    (
+        "DOCKER_ENGINE_UNREACHABLE",
+        {
+            "docker": {
+                "host": "unix:///var/run/docker.sock",
+                "host_from": "socket",
+                "reachable": False,
+                "error": "Permission denied",
+            }
+        },
+    ),
+    (
+        "DOCKER_NO_GPU_SUPPORT",
+        {
+            "host": {"container": None},
+            "docker": {
+                "host": "unix:///var/run/docker.sock",
+                "reachable": True,
+                "server_version": "28.2.2",
+                "runtimes": ["runc"],
+                "gpus_usable": False,
+            },
+        },
+    ),
     ("REQUIREMENT_CONFLICT", {"packages": {"peft": pkg("0.17.1", "transformers>=6.0")}}),
     ("NUMPY2_BINARY_INCOMPAT", {"packages": {"verifiers": pkg("0.1.0", "numpy<2")}}),
     ("NUMPY2_BINARY_INCOMPAT", {"torch": DELETE, "packages": {"torch": pkg("2.2.2")}}),

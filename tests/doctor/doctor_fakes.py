@@ -193,6 +193,7 @@ def make_deps(tmp_path: Path, **overrides: Any) -> ProbeDeps:
         "cache_dir": tmp_path / "cache",
         "http": lambda url, timeout: None,
         "proc_name": lambda pid: None,
+        "ray_cmdlines": lambda: [],  # no Ray head runs here unless a test says so
         "cwd": tmp_path,
         "home": "/home/tester",
     }

@@ -90,11 +90,12 @@ def test_ray_not_installed(tmp_path):
 def test_ray_installed_no_cluster(tmp_path):
     deps = make_deps(tmp_path, environ={"TMPDIR": str(tmp_path)})
     ray = probe_ray(deps, dists(ray="2.51.1")())["ray"]
-    assert ray == {
-        "version": "2.51.1",
-        "cluster": "none",
+    assert ray["cluster"] == "none" and ray["address"] is None and ray["local_heads"] == []
+    # ray.init() here would start its own local instance: nothing to join.
+    assert ray["client"] == {
+        "ray_address": None,
+        "action": "start-local",
         "address": None,
-        "nodes": 0,
         "error": None,
     }
 
@@ -103,6 +104,8 @@ class _Dashboard(http.server.BaseHTTPRequestHandler):
     def do_GET(self):
         if self.path == "/api/gcs_healthz":
             body = b"success"
+        elif self.path == "/api/version":
+            body = json.dumps({"ray_version": "2.51.1"}).encode()
         elif self.path.startswith("/nodes"):
             nodes = [
                 {"raylet": {"state": "ALIVE"}},
@@ -129,38 +132,122 @@ def dashboard():
     server.shutdown()
 
 
-def test_ray_running_cluster_via_dashboard(tmp_path, dashboard):
+@pytest.fixture
+def gcs_port():
+    listener = socket.socket()
+    listener.bind(("127.0.0.1", 0))
+    listener.listen()
+    yield listener.getsockname()[1]
+    listener.close()
+
+
+def _head_cmdlines(gcs: int, dash: int, temp: str) -> list[list[str]]:
+    """The two command lines Ray 2.60's `ray start --head` leaves (trimmed)."""
+    return [
+        [
+            "/venv/lib/python3.11/site-packages/ray/core/src/ray/gcs/gcs_server",
+            f"--gcs_server_port={gcs}",
+            "--node-ip-address=127.0.0.1",
+            f"--session-dir={temp}/session_2026-11-22_21-00-19_474189_9843",
+        ],
+        [
+            "/venv/bin/python3",
+            "/venv/lib/python3.11/site-packages/ray/dashboard/dashboard.py",
+            "--host=127.0.0.1",
+            f"--port={dash}",
+            f"--temp-dir={temp}",
+            f"--gcs-address=127.0.0.1:{gcs}",
+        ],
+    ]
+
+
+def test_ray_dashboard_is_asked_where_it_listens_not_on_the_gcs_address(
+    tmp_path, dashboard, gcs_port
+):
+    # The address file names the GCS; the dashboard's port comes from its process.
+    (tmp_path / "ray").mkdir()
+    (tmp_path / "ray" / "ray_current_cluster").write_text(f"127.0.0.1:{gcs_port}\n")
+    deps = make_deps(
+        tmp_path,
+        environ={"TMPDIR": str(tmp_path)},
+        http=http_get,
+        ray_cmdlines=lambda: _head_cmdlines(gcs_port, dashboard, "/tmp/ray"),
+    )
+    ray = probe_ray(deps, dists(ray="2.51.1")())["ray"]
+    assert ray["cluster"] == "running" and ray["nodes"] == 2 and ray["gcs_healthy"] is True
+    assert ray["dashboard"] == f"http://127.0.0.1:{dashboard}"
+    assert ray["source"] == "cluster_file" and ray["head_version"] == "2.51.1"
+
+
+def test_ray_dashboard_url_in_ray_address_is_what_ray_init_rejects(tmp_path, dashboard):
     deps = make_deps(
         tmp_path, environ={"RAY_ADDRESS": f"http://127.0.0.1:{dashboard}"}, http=http_get
     )
     ray = probe_ray(deps, dists(ray="2.51.1")())["ray"]
-    assert ray["cluster"] == "running" and ray["nodes"] == 2
+    assert ray["client"]["action"] == "fail"
+    assert "dashboard / Jobs API URL" in ray["client"]["error"]
 
 
-def test_ray_gcs_without_dashboard_via_current_cluster_file(tmp_path):
-    listener = socket.socket()
-    listener.bind(("127.0.0.1", 0))
-    listener.listen()
-    port = listener.getsockname()[1]
+def test_ray_gcs_without_dashboard_via_current_cluster_file(tmp_path, gcs_port):
     (tmp_path / "ray").mkdir()
-    (tmp_path / "ray" / "ray_current_cluster").write_text(f"127.0.0.1:{port}\n")
+    (tmp_path / "ray" / "ray_current_cluster").write_text(f"127.0.0.1:{gcs_port}\n")
     deps = make_deps(tmp_path, environ={"TMPDIR": str(tmp_path)}, http=http_get)
-    try:
-        ray = probe_ray(deps, dists(ray="2.51.1")(), timeout=0.5)["ray"]
-    finally:
-        listener.close()
-    assert ray["cluster"] == "running" and ray["address"] == f"127.0.0.1:{port}"
+    ray = probe_ray(deps, dists(ray="2.51.1")(), timeout=0.5)["ray"]
+    assert ray["cluster"] == "running" and ray["address"] == f"127.0.0.1:{gcs_port}"
     assert ray["nodes"] is None  # no dashboard to count them
 
 
-def test_ray_address_that_does_not_answer(tmp_path):
+def _closed_port() -> int:
     closed = socket.socket()
     closed.bind(("127.0.0.1", 0))
     port = closed.getsockname()[1]
     closed.close()
+    return port
+
+
+def test_ray_address_that_does_not_answer(tmp_path):
+    port = _closed_port()
     deps = make_deps(tmp_path, environ={"RAY_ADDRESS": f"127.0.0.1:{port}"}, http=http_get)
     ray = probe_ray(deps, dists(ray="2.51.1")(), timeout=0.5)["ray"]
-    assert ray["cluster"] == "unreachable" and "no answer" in ray["error"]
+    assert ray["cluster"] == "unreachable" and "nothing answers" in ray["error"]
+    assert ray["source"] == "RAY_ADDRESS"
+
+
+def test_ray_stale_cluster_file_is_stale_not_unreachable(tmp_path):
+    port = _closed_port()
+    (tmp_path / "ray").mkdir()
+    (tmp_path / "ray" / "ray_current_cluster").write_text(f"127.0.0.1:{port}\n")
+    deps = make_deps(tmp_path, environ={"TMPDIR": str(tmp_path)}, http=http_get)
+    ray = probe_ray(deps, dists(ray="2.51.1")(), timeout=0.5)["ray"]
+    assert ray["cluster"] == "stale" and ray["source"] == "cluster_file"
+
+
+@pytest.mark.parametrize(
+    ("value", "action", "address"),
+    [
+        ("10.0.0.5:6379", "connect", "10.0.0.5:6379"),
+        ("ray://10.0.0.5", "connect-client", "10.0.0.5:10001"),
+        ("10.0.0.5", "fail", None),
+        ("https://10.0.0.5:8265", "fail", None),
+        ("local", "start-local", None),
+        ("auto", "fail", None),  # no file, no head: "Could not find any running Ray instance"
+    ],
+)
+def test_ray_client_resolves_ray_address_like_ray_init(value, action, address):
+    from shop_r1_doctor.probes.ray_probe import client_view
+
+    view = client_view({"RAY_ADDRESS": value}, None, [])
+    assert (view["action"], view["address"]) == (action, address)
+
+
+def test_ray_client_auto_joins_a_head_found_by_its_process():
+    from shop_r1_doctor.probes.ray_probe import client_view, local_heads
+
+    heads = local_heads(_head_cmdlines(6379, 8265, "/tmp/rt"))
+    assert heads[0].temp_dir == "/tmp/rt" and heads[0].dashboard == "http://127.0.0.1:8265"
+    assert client_view({"RAY_ADDRESS": "auto"}, None, heads)["address"] == "127.0.0.1:6379"
+    # unset: ray.init() reads only the default file; a --temp-dir head is missed.
+    assert client_view({}, None, heads)["action"] == "start-local"
 
 
 def test_count_nodes_tolerates_junk():

@@ -126,7 +126,13 @@ def _run_test_sh(tmp_path: Path, **fake: str):
     fake_py.write_text(FAKE_PYTHON)
     fake_py.chmod(0o755)
     log = tmp_path / "calls.log"
-    env = {**os.environ, "PYTHON": str(fake_py), "FAKE_LOG": str(log), **fake}
+    env = {
+        **os.environ,
+        "PYTHON": str(fake_py),
+        "FAKE_LOG": str(log),
+        "SHOP_R1_TEST_NO_APT": "1",
+        **fake,
+    }
     proc = subprocess.run(
         ["bash", str(TEST_SH)], capture_output=True, text=True, env=env, timeout=60
     )
@@ -147,7 +153,7 @@ def test_test_sh_installs_torch_only_from_the_cpu_index(tmp_path):
         "-m pip install --retries 0 --timeout 30 --index-url https://download.pytorch.org/whl/cpu torch==2.13.0+cpu"
     ]
     # then the extras, with the installed torch pinned
-    extras = [c for c in calls if c.startswith("-m pip install") and "-e .[test,train]" in c]
+    extras = [c for c in calls if c.startswith("-m pip install") and "-e .[test,train,ray]" in c]
     assert len(extras) == 1 and " -c " in extras[0]
     assert proc.returncode == 3  # our fake stops at ruff
 
@@ -157,13 +163,13 @@ def test_test_sh_fails_rather_than_fall_back_to_pypi(tmp_path):
     assert proc.returncode == 1
     assert "not falling back to PyPI" in proc.stderr
     assert len(_torch_installs(calls)) == 1  # no second try from another index
-    assert not any("-e .[test,train]" in c for c in calls)
+    assert not any("-e .[test,train,ray]" in c for c in calls)
 
 
 def test_test_sh_refuses_an_installed_cuda_torch(tmp_path):
     proc, calls = _run_test_sh(tmp_path, FAKE_TORCH_IS_CUDA="1")
     assert proc.returncode == 1 and "is a CUDA build" in proc.stderr
-    assert _torch_installs(calls) == [] and not any("-e .[test,train]" in c for c in calls)
+    assert _torch_installs(calls) == [] and not any("-e .[test,train,ray]" in c for c in calls)
 
 
 def test_test_sh_is_shellcheck_clean():
