@@ -191,7 +191,7 @@ class Reader:
         """A required list of strings (`what` names them in the message)."""
         value = obj.get(key) if isinstance(obj, dict) else None
         ok = isinstance(value, list) and all(isinstance(v, str) for v in value)
-        if not ok or (nonempty and not value):
+        if not isinstance(value, list) or not ok or (nonempty and not value):
             raise self.fail(join(where, key), f"expected a list of {what}, got {value!r}")
         return list(value)
 
