@@ -13,10 +13,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-import yaml
-
-from shop_r1_doctor.errors import ToolError
-from shop_r1_doctor.yamlio import SafeLoader, read_yaml
+from shop_r1_doctor.schema import Reader
 
 SIGNATURES_PATH = Path(__file__).with_name("knowledge") / "log_signatures.yaml"
 SIGNATURES_SCHEMA = "shop-r1.log-signatures/1"
@@ -50,55 +47,49 @@ class LogMatch:
     line: str  # that line, stripped and cut to 300 characters
 
 
+_KEYS = {**dict.fromkeys(_REQUIRED, True), **dict.fromkeys(_OPTIONAL, False)}
+
+
 def parse_signatures(
-    data: Any, file: str, lines: dict[int, int] | None = None
+    data: Any, file: str, lines: dict[str, int] | None = None
 ) -> tuple[Signature, ...]:
-    """Validate the YAML document; `lines` maps entry index -> line (for messages)."""
+    """Validate the YAML document; `lines`: key path -> line (schema.line_index)."""
+    r = Reader(file, lines, "fix the signature (see the comment at the top of the file)")
     if not isinstance(data, dict) or data.get("schema") != SIGNATURES_SCHEMA:
-        raise ToolError(f"{file}: field 'schema' must be {SIGNATURES_SCHEMA!r}")
-    entries = data.get("signatures")
-    if not isinstance(entries, list) or not entries:
-        raise ToolError(f"{file}: field 'signatures' must be a non-empty list")
+        raise r.fail("schema", f"expected {SIGNATURES_SCHEMA!r}, got {_get(data, 'schema')!r}")
+    r.mapping(data, "", {"schema": True, "signatures": True})
+    if not isinstance(data["signatures"], list) or not data["signatures"]:
+        raise r.fail("signatures", "expected a non-empty list")
     out: list[Signature] = []
     seen: set[str] = set()
-    for index, entry in enumerate(entries):
-        line = f":{lines[index]}" if lines and index in lines else ""
-        name = entry.get("id") if isinstance(entry, dict) else None
-        where = f"{file}{line}: signature #{index + 1}" + (f" ({name})" if name else "")
-        out.append(_parse_entry(entry, where))
+    for where, entry in r.rows(data, "signatures"):
+        out.append(_parse_entry(r, entry, where))
         if out[-1].id in seen:
-            raise ToolError(f"{where}: id: duplicate id; give each signature its own id")
+            raise r.fail(f"{where}.id", f"duplicate id {out[-1].id!r}; give each its own id")
         seen.add(out[-1].id)
     return tuple(out)
 
 
-def _parse_entry(entry: Any, where: str) -> Signature:
-    if not isinstance(entry, dict):
-        raise ToolError(f"{where}: expected a mapping with {', '.join(_REQUIRED)}")
-    unknown = sorted(set(entry) - set(_REQUIRED) - set(_OPTIONAL))
-    if unknown:
-        raise ToolError(
-            f"{where}: unknown field {unknown[0]!r}; allowed: {', '.join(_REQUIRED + _OPTIONAL)}"
-        )
+def _get(data: Any, key: str) -> Any:
+    return data.get(key) if isinstance(data, dict) else None
+
+
+def _parse_entry(r: Reader, entry: dict[str, Any], where: str) -> Signature:
+    r.mapping(entry, where, _KEYS)
     for key in _REQUIRED:
-        if not isinstance(entry.get(key), str) or not entry[key].strip():
-            raise ToolError(f"{where}: {key}: missing or not a non-empty string")
-    also = entry.get("also", [])
-    if not isinstance(also, list) or not all(isinstance(c, str) for c in also):
-        raise ToolError(f"{where}: also: expected a list of finding codes")
-    for code in (entry["code"], *also):
+        r.text(entry, key, where)
+    also = r.str_list(entry, "also", where, "finding codes") if "also" in entry else []
+    for key, code in [("code", entry["code"]), *((f"also[{i}]", c) for i, c in enumerate(also))]:
         if not _CODE.fullmatch(code):
-            raise ToolError(f"{where}: code {code!r} is not an UPPER_SNAKE finding code")
-    if not isinstance(entry.get("silent", False), bool):
-        raise ToolError(f"{where}: silent: expected true or false")
-    if not entry["source"].startswith("https://"):
-        raise ToolError(f"{where}: source: expected an https:// URL")
+            raise r.fail(f"{where}.{key}", f"{code!r} is not an UPPER_SNAKE finding code")
+    silent = r.flag(entry, "silent", where, False)
+    r.https(entry, "source", where)
     try:
         pattern = re.compile(entry["pattern"])
     except re.error as exc:
-        raise ToolError(f"{where}: pattern: not a valid regex ({exc}); fix the pattern") from None
+        raise r.fail(f"{where}.pattern", f"not a valid regex ({exc})") from None
     if not pattern.search(entry["example"]):
-        raise ToolError(f"{where}: pattern does not match its own example; fix one of them")
+        raise r.fail(f"{where}.pattern", "does not match its own example; fix one of them")
     return Signature(
         id=entry["id"],
         code=entry["code"],
@@ -108,25 +99,13 @@ def _parse_entry(entry: Any, where: str) -> Signature:
         source=entry["source"],
         example=entry["example"],
         also=tuple(also),
-        silent=entry.get("silent", False),
+        silent=silent,
     )
 
 
 def load_signatures_file(path: str | Path) -> tuple[Signature, ...]:
-    p = Path(path)
-    text, data = read_yaml(p, "log signatures")
-    node = yaml.compose(text, Loader=SafeLoader)  # line numbers of the entries
-    return parse_signatures(data, str(p), _entry_lines(node))
-
-
-def _entry_lines(node: Any) -> dict[int, int]:
-    """Line number of each item of the top-level `signatures:` list."""
-    if not isinstance(node, yaml.MappingNode):
-        return {}
-    for key, value in node.value:
-        if getattr(key, "value", None) == "signatures" and isinstance(value, yaml.SequenceNode):
-            return {i: item.start_mark.line + 1 for i, item in enumerate(value.value)}
-    return {}
+    r, data = Reader.read(path, "log signatures")
+    return parse_signatures(data, str(path), r.lines)
 
 
 @functools.lru_cache(maxsize=1)

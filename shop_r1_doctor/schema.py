@@ -83,7 +83,9 @@ def kind_name(kind: type | tuple[type, ...]) -> str:
 def is_kind(value: Any, kind: type | tuple[type, ...]) -> bool:
     """isinstance, except that YAML `true` is not an integer where a number is wanted."""
     kinds = kind if isinstance(kind, tuple) else (kind,)
-    return isinstance(value, kinds) and not (isinstance(value, bool) and bool not in kinds)
+    if isinstance(value, bool) and bool not in kinds and (int in kinds or float in kinds):
+        return False
+    return isinstance(value, kinds)
 
 
 class Reader:
@@ -169,7 +171,7 @@ class Reader:
 
     def text(self, obj: Any, key: str, where: str) -> str:
         """A required non-empty string."""
-        value = obj.get(key) if isinstance(obj, dict) else None
+        value = self.get(obj, key, where, object)
         if not isinstance(value, str) or not value.strip():
             raise self.fail(join(where, key), f"expected a non-empty string, got {value!r}")
         return value
