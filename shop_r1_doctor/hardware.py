@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import functools
 import re
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -138,7 +138,7 @@ def _num(r: Reader, entry: dict[str, Any], key: str, where: str, optional: bool)
     return float(value)
 
 
-def parse_gpus(data: Any, file: str, lines: dict[str, int] | None = None) -> tuple[GpuInfo, ...]:
+def parse_gpus(data: Any, file: str, lines: Mapping[str, int] | None = None) -> tuple[GpuInfo, ...]:
     r = Reader(file, lines, "fix the entry in gpus.yaml")
     if not isinstance(data, dict) or data.get("schema") != GPUS_SCHEMA:
         raise r.fail("schema", f"expected {GPUS_SCHEMA!r}")

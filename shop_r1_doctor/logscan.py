@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import functools
 import re
+from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -51,7 +52,7 @@ _KEYS = {**dict.fromkeys(_REQUIRED, True), **dict.fromkeys(_OPTIONAL, False)}
 
 
 def parse_signatures(
-    data: Any, file: str, lines: dict[str, int] | None = None
+    data: Any, file: str, lines: Mapping[str, int] | None = None
 ) -> tuple[Signature, ...]:
     """Validate the YAML document; `lines`: key path -> line (schema.line_index)."""
     r = Reader(file, lines, "fix the signature (see the comment at the top of the file)")

@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import dataclasses
 import difflib
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -124,11 +125,11 @@ class RunPlan:
 
     @classmethod
     def from_dict(
-        cls, data: Any, source: str = "<plan>", lines: dict[str, int] | None = None
+        cls, data: Any, source: str = "<plan>", lines: Mapping[str, int] | None = None
     ) -> RunPlan:
         """Validate a mapping field by field; errors are one line `source:line: field: why`
         (schema.field_error). `lines`: key path -> line (schema.line_index)."""
-        lines = dict(lines or {})
+        lines = lines or {}
         if isinstance(data, dict) and set(data) == {"plan"}:
             data = data["plan"]
             lines = {k[5:]: v for k, v in lines.items() if k.startswith("plan.")}

@@ -12,7 +12,7 @@ drops the `:LINE` part.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Iterator, Mapping
 from pathlib import Path
 from typing import Any
 
@@ -75,6 +75,29 @@ def line_index(text: str) -> dict[str, int]:
     return out
 
 
+class LazyLines(Mapping[str, int]):
+    """`line_index(text)`, composed on first use: a valid file is never indexed (the
+    index is a second parse; only an error message needs it)."""
+
+    def __init__(self, text: str) -> None:
+        self._text = text
+        self._index: dict[str, int] | None = None
+
+    def _lines(self) -> dict[str, int]:
+        if self._index is None:
+            self._index = line_index(self._text)
+        return self._index
+
+    def __getitem__(self, key: str) -> int:
+        return self._lines()[key]
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self._lines())
+
+    def __len__(self) -> int:
+        return len(self._lines())
+
+
 def kind_name(kind: type | tuple[type, ...]) -> str:
     kinds = kind if isinstance(kind, tuple) else (kind,)
     return " or ".join(_KIND_NAMES.get(k, k.__name__) for k in kinds)
@@ -97,7 +120,7 @@ class Reader:
         self, file: str | Path, lines: Mapping[str, int] | None = None, hint: str = ""
     ) -> None:
         self.file = str(file)
-        self.lines = dict(lines or {})
+        self.lines: Mapping[str, int] = lines if lines is not None else {}
         self.hint = hint
 
     @classmethod
@@ -105,7 +128,7 @@ class Reader:
         """(reader, data) of a YAML/JSON file; unreadable or malformed files raise
         `FILE[:LINE]: ...` through yamlio."""
         text, data = read_yaml(path, what)
-        return cls(path, line_index(text), hint), data
+        return cls(path, LazyLines(text), hint), data
 
     # --- locating and failing ---------------------------------------------------------
     def line(self, where: str) -> int | None:

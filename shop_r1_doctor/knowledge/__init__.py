@@ -2,13 +2,14 @@
 
 `load_compat()` parses the YAML once into typed, frozen records and answers lookups
 (driver minimum for a CUDA version, torch arch list for a build, vLLM's torch pin, ...).
-A malformed entry raises ToolError naming the file and the field. Checks prefer facts
+A malformed entry raises `FILE:LINE: FIELD: message` (shop_r1_doctor.schema). Checks prefer facts
 read from the machine (Requires-Dist, torch's arch list) and fall back to these tables.
 """
 
 from __future__ import annotations
 
 import functools
+from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -213,7 +214,7 @@ class Compat:
 _HINT = "fix the entry or reinstall shop-r1"
 
 
-def _reader(file: str, lines: dict[str, int] | None) -> Reader:
+def _reader(file: str, lines: Mapping[str, int] | None) -> Reader:
     return Reader(file, lines, _HINT)
 
 
@@ -261,7 +262,7 @@ _COMPAT_KEYS = {
 }
 
 
-def parse_compat(data: Any, file: str, lines: dict[str, int] | None = None) -> Compat:
+def parse_compat(data: Any, file: str, lines: Mapping[str, int] | None = None) -> Compat:
     r = _reader(file, lines)
     if not isinstance(data, dict):
         raise r.fail("compat", "expected a mapping at the top level")
@@ -433,7 +434,9 @@ _CODE_KEYS = {
 }
 
 
-def parse_codes(data: Any, file: str, lines: dict[str, int] | None = None) -> dict[str, CodeInfo]:
+def parse_codes(
+    data: Any, file: str, lines: Mapping[str, int] | None = None
+) -> dict[str, CodeInfo]:
     r = _reader(file, lines)
     if not isinstance(data, dict) or data.get("schema") != CODES_SCHEMA:
         raise r.fail("schema", f"expected {CODES_SCHEMA!r}")

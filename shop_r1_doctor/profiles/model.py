@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import functools
 import re
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal
@@ -134,7 +135,7 @@ class Profile:
     env_consumer_multi_gpu: dict[str, str]
     notes: dict[str, str]
     sources: dict[str, str]
-    lines: dict[str, int] = field(default_factory=dict, compare=False, repr=False)
+    lines: Mapping[str, int] = field(default_factory=dict, compare=False, repr=False)
 
     @property
     def dtype(self) -> str:
@@ -174,7 +175,7 @@ _TOP_KEYS = {**dict.fromkeys(_REQUIRED, True), **dict.fromkeys(_OPTIONAL, False)
 _HINT = "fix the profile (see docs/profiles.md)"
 
 
-def parse_profile(data: Any, path: Path, lines: dict[str, int] | None = None) -> Profile:
+def parse_profile(data: Any, path: Path, lines: Mapping[str, int] | None = None) -> Profile:
     r = Reader(path, lines, _HINT)
     top = r.mapping(data, "", _TOP_KEYS)
     name = r.text(top, "name", "")
