@@ -18,12 +18,12 @@ from __future__ import annotations
 
 import functools
 import re
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from shop_r1_doctor.errors import ToolError
+from shop_r1_doctor.schema import Reader, is_kind
 
 CC = tuple[int, int]
 GPUS_PATH = Path(__file__).parent / "knowledge" / "gpus.yaml"
@@ -123,62 +123,44 @@ class GpuInfo:
         return tflops * 1e12 if tflops else None
 
 
-def _num(entry: dict[str, Any], key: str, where: str, optional: bool) -> float | None:
-    value = entry.get(key)
+_GPU_KEYS = {
+    **dict.fromkeys(("patterns", "cc", "kind", "memory_gb"), True),
+    **dict.fromkeys(("bf16_tflops", "fp16_tflops", "p2p"), False),
+}
+
+
+def _num(r: Reader, entry: dict[str, Any], key: str, where: str, optional: bool) -> float | None:
+    value: Any = entry.get(key)
     if value is None and optional:
         return None
-    if isinstance(value, bool) or not isinstance(value, (int, float)) or value <= 0:
-        raise ToolError(f"{where}: {key}: expected a positive number, got {value!r}")
+    if not is_kind(value, (int, float)) or value <= 0:
+        raise r.fail(f"{where}.{key}", f"expected a positive number, got {value!r}")
     return float(value)
 
 
-def parse_gpus(data: Any, file: str) -> tuple[GpuInfo, ...]:
+def parse_gpus(data: Any, file: str, lines: Mapping[str, int] | None = None) -> tuple[GpuInfo, ...]:
+    r = Reader(file, lines, "fix the entry in gpus.yaml")
     if not isinstance(data, dict) or data.get("schema") != GPUS_SCHEMA:
-        raise ToolError(f"{file}: schema: expected {GPUS_SCHEMA!r}")
-    items = data.get("gpus")
-    if not isinstance(items, list) or not items:
-        raise ToolError(f"{file}: gpus: expected a non-empty list")
+        raise r.fail("schema", f"expected {GPUS_SCHEMA!r}")
+    r.mapping(data, "", {"schema": True, "gpus": True})
+    if not isinstance(data["gpus"], list) or not data["gpus"]:
+        raise r.fail("gpus", "expected a non-empty list")
     out = []
-    for i, entry in enumerate(items):
-        where = f"{file}: gpus[{i}]"
-        if not isinstance(entry, dict):
-            raise ToolError(f"{where}: expected a mapping")
-        unknown = set(entry) - {
-            "patterns",
-            "cc",
-            "bf16_tflops",
-            "fp16_tflops",
-            "memory_gb",
-            "kind",
-            "p2p",
-        }
-        if unknown:
-            raise ToolError(f"{where}: {sorted(unknown)[0]}: unknown field")
-        patterns = entry.get("patterns")
-        if not (
-            isinstance(patterns, list) and patterns and all(isinstance(p, str) for p in patterns)
-        ):
-            raise ToolError(f"{where}: patterns: expected a list of name substrings")
-        cc = parse_cc(entry.get("cc"))
-        if cc is None:
-            raise ToolError(
-                f"{where}: cc: not a compute capability like '8.0': {entry.get('cc')!r}"
-            )
-        if entry.get("kind") not in KINDS:
-            raise ToolError(
-                f"{where}: kind: {entry.get('kind')!r} is not one of {', '.join(KINDS)}"
-            )
+    for where, entry in r.rows(data, "gpus"):
+        r.mapping(entry, where, _GPU_KEYS)
         p2p = entry.get("p2p")
         if p2p is not None and not isinstance(p2p, bool):
-            raise ToolError(f"{where}: p2p: expected true, false or null")
+            raise r.fail(f"{where}.p2p", f"expected true, false or null, got {p2p!r}")
         out.append(
             GpuInfo(
-                patterns=tuple(patterns),
-                cc=cc,
-                bf16_tflops=_num(entry, "bf16_tflops", where, True),
-                fp16_tflops=_num(entry, "fp16_tflops", where, True),
-                memory_gb=_num(entry, "memory_gb", where, False) or 0.0,
-                kind=str(entry["kind"]),
+                patterns=tuple(r.str_list(entry, "patterns", where, "name substrings", True)),
+                cc=r.parsed(
+                    entry["cc"], parse_cc, f"{where}.cc", "not a compute capability like '8.0'"
+                ),
+                bf16_tflops=_num(r, entry, "bf16_tflops", where, True),
+                fp16_tflops=_num(r, entry, "fp16_tflops", where, True),
+                memory_gb=_num(r, entry, "memory_gb", where, False) or 0.0,
+                kind=r.get(entry, "kind", where, allowed=KINDS),
                 p2p=p2p,
             )
         )
@@ -187,10 +169,8 @@ def parse_gpus(data: Any, file: str) -> tuple[GpuInfo, ...]:
 
 @functools.lru_cache(maxsize=1)
 def load_gpus() -> tuple[GpuInfo, ...]:
-    from shop_r1_doctor.yamlio import read_yaml
-
-    _, data = read_yaml(GPUS_PATH, "GPU knowledge")
-    return parse_gpus(data, str(GPUS_PATH))
+    r, data = Reader.read(GPUS_PATH, "GPU knowledge")
+    return parse_gpus(data, str(GPUS_PATH), r.lines)
 
 
 def gpu_info(name: Any) -> GpuInfo | None:

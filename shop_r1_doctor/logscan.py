@@ -17,14 +17,12 @@ from __future__ import annotations
 
 import functools
 import re
+from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-import yaml
-
-from shop_r1_doctor.errors import ToolError
-from shop_r1_doctor.yamlio import SafeLoader, read_yaml
+from shop_r1_doctor.schema import Reader
 
 SIGNATURES_PATH = Path(__file__).with_name("knowledge") / "log_signatures.yaml"
 SIGNATURES_SCHEMA = "shop-r1.log-signatures/1"
@@ -78,96 +76,88 @@ class Knowledge:
     evidence: tuple[Evidence, ...] = ()
 
 
+_KEYS = {**dict.fromkeys(_REQUIRED, True), **dict.fromkeys(_OPTIONAL, False)}
+
+
 def parse_signatures(
-    data: Any, file: str, lines: dict[int, int] | None = None
+    data: Any, file: str, lines: Mapping[str, int] | None = None
 ) -> tuple[Signature, ...]:
-    """Validate the YAML document; `lines` maps entry index -> line (for messages)."""
+    """Validate the YAML document; `lines`: key path -> line (schema.line_index)."""
     return parse_knowledge(data, file, lines).signatures
 
 
-def parse_knowledge(data: Any, file: str, lines: dict[int, int] | None = None) -> Knowledge:
+def parse_knowledge(data: Any, file: str, lines: Mapping[str, int] | None = None) -> Knowledge:
     """Signatures and evidence patterns; every `when`/`unless`/`prefer` name must exist."""
+    r = Reader(file, lines, "fix the signature (see the comment at the top of the file)")
     if not isinstance(data, dict) or data.get("schema") != SIGNATURES_SCHEMA:
-        raise ToolError(f"{file}: field 'schema' must be {SIGNATURES_SCHEMA!r}")
-    evidence = _parse_evidence(data.get("evidence", {}), file)
+        raise r.fail("schema", f"expected {SIGNATURES_SCHEMA!r}, got {_get(data, 'schema')!r}")
+    r.mapping(data, "", {"schema": True, "signatures": True, "evidence": False})
+    evidence = _parse_evidence(r, data.get("evidence", {}))
     known = {e.name for e in evidence}
-    entries = data.get("signatures")
-    if not isinstance(entries, list) or not entries:
-        raise ToolError(f"{file}: field 'signatures' must be a non-empty list")
+    if not isinstance(data["signatures"], list) or not data["signatures"]:
+        raise r.fail("signatures", "expected a non-empty list")
     out: list[Signature] = []
     seen: set[str] = set()
-    for index, entry in enumerate(entries):
-        line = f":{lines[index]}" if lines and index in lines else ""
-        name = entry.get("id") if isinstance(entry, dict) else None
-        where = f"{file}{line}: signature #{index + 1}" + (f" ({name})" if name else "")
-        out.append(_parse_entry(entry, where))
+    for where, entry in r.rows(data, "signatures"):
+        out.append(_parse_entry(r, entry, where))
         if out[-1].id in seen:
-            raise ToolError(f"{where}: id: duplicate id; give each signature its own id")
+            raise r.fail(f"{where}.id", f"duplicate id {out[-1].id!r}; give each its own id")
         seen.add(out[-1].id)
         for key in ("when", "unless", "prefer"):
-            for name in getattr(out[-1], key):
+            for i, name in enumerate(getattr(out[-1], key)):
                 if name not in known:
-                    raise ToolError(
-                        f"{where}: {key}: unknown evidence {name!r}; "
-                        f"known: {', '.join(sorted(known)) or 'none'}"
+                    raise r.fail(
+                        f"{where}.{key}[{i}]",
+                        f"unknown evidence {name!r}; known: {', '.join(sorted(known)) or 'none'}",
                     )
     return Knowledge(tuple(out), evidence)
 
 
-def _parse_evidence(section: Any, file: str) -> tuple[Evidence, ...]:
+def _parse_evidence(r: Reader, section: Any) -> tuple[Evidence, ...]:
     if not isinstance(section, dict):
-        raise ToolError(f"{file}: field 'evidence' must be a mapping of name -> pattern")
+        raise r.fail("evidence", "expected a mapping of name -> {pattern, meaning}")
     out = []
     for name, entry in section.items():
-        where = f"{file}: evidence {name!r}"
+        where = f"evidence.{name}"
         if not isinstance(name, str) or not _EVIDENCE_NAME.fullmatch(name):
-            raise ToolError(f"{where}: names are lower_snake words")
-        if not isinstance(entry, dict) or set(entry) != {"pattern", "meaning"}:
-            raise ToolError(f"{where}: expected exactly the fields 'pattern' and 'meaning'")
-        if not all(isinstance(entry[k], str) and entry[k].strip() for k in entry):
-            raise ToolError(f"{where}: pattern and meaning must be non-empty strings")
+            raise r.fail(where, "evidence names are lower_snake words")
+        r.mapping(entry, where, {"pattern": True, "meaning": True})
+        text, meaning = r.text(entry, "pattern", where), r.text(entry, "meaning", where)
         try:
-            pattern = re.compile(entry["pattern"])
+            pattern = re.compile(text)
         except re.error as exc:
-            raise ToolError(f"{where}: pattern: not a valid regex ({exc})") from None
-        out.append(Evidence(name, pattern, entry["meaning"]))
+            raise r.fail(f"{where}.pattern", f"not a valid regex ({exc})") from None
+        out.append(Evidence(name, pattern, meaning))
     return tuple(out)
 
 
-def _parse_entry(entry: Any, where: str) -> Signature:
-    if not isinstance(entry, dict):
-        raise ToolError(f"{where}: expected a mapping with {', '.join(_REQUIRED)}")
-    unknown = sorted(set(entry) - set(_REQUIRED) - set(_OPTIONAL))
-    if unknown:
-        raise ToolError(
-            f"{where}: unknown field {unknown[0]!r}; allowed: {', '.join(_REQUIRED + _OPTIONAL)}"
-        )
+def _get(data: Any, key: str) -> Any:
+    return data.get(key) if isinstance(data, dict) else None
+
+
+def _parse_entry(r: Reader, entry: dict[str, Any], where: str) -> Signature:
+    r.mapping(entry, where, _KEYS)
     for key in _REQUIRED:
-        if not isinstance(entry.get(key), str) or not entry[key].strip():
-            raise ToolError(f"{where}: {key}: missing or not a non-empty string")
-    also = entry.get("also", [])
-    if not isinstance(also, list) or not all(isinstance(c, str) for c in also):
-        raise ToolError(f"{where}: also: expected a list of finding codes")
-    for code in (entry["code"], *also):
+        r.text(entry, key, where)
+    also = r.str_list(entry, "also", where, "finding codes") if "also" in entry else []
+    for key, code in [("code", entry["code"]), *((f"also[{i}]", c) for i, c in enumerate(also))]:
         if not _CODE.fullmatch(code):
-            raise ToolError(f"{where}: code {code!r} is not an UPPER_SNAKE finding code")
-    if not isinstance(entry.get("silent", False), bool):
-        raise ToolError(f"{where}: silent: expected true or false")
-    for key in ("when", "unless", "prefer"):
-        names = entry.get(key, [])
-        if not isinstance(names, list) or not all(isinstance(n, str) for n in names):
-            raise ToolError(f"{where}: {key}: expected a list of evidence names")
-    rank = entry.get("rank", 0)
-    if not isinstance(rank, int) or isinstance(rank, bool):
-        raise ToolError(f"{where}: rank: expected an integer")
-    if not entry["source"].startswith("https://"):
-        raise ToolError(f"{where}: source: expected an https:// URL")
+            raise r.fail(f"{where}.{key}", f"{code!r} is not an UPPER_SNAKE finding code")
+    silent = r.flag(entry, "silent", where, False)
+    names = {
+        key: r.str_list(entry, key, where, "evidence names") if key in entry else []
+        for key in ("when", "unless", "prefer")
+    }
+    rank = r.get(entry, "rank", where, int, default=0)
+    if isinstance(rank, bool):
+        raise r.fail(f"{where}.rank", f"expected an integer, got {rank!r}")
+    r.https(entry, "source", where)
     try:
         pattern = re.compile(entry["pattern"])
     except re.error as exc:
-        raise ToolError(f"{where}: pattern: not a valid regex ({exc}); fix the pattern") from None
+        raise r.fail(f"{where}.pattern", f"not a valid regex ({exc})") from None
     if not pattern.search(entry["example"]):
-        raise ToolError(f"{where}: pattern does not match its own example; fix one of them")
+        raise r.fail(f"{where}.pattern", "does not match its own example; fix one of them")
     return Signature(
         id=entry["id"],
         code=entry["code"],
@@ -177,10 +167,10 @@ def _parse_entry(entry: Any, where: str) -> Signature:
         source=entry["source"],
         example=entry["example"],
         also=tuple(also),
-        silent=entry.get("silent", False),
-        when=tuple(entry.get("when", [])),
-        unless=tuple(entry.get("unless", [])),
-        prefer=tuple(entry.get("prefer", [])),
+        silent=silent,
+        when=tuple(names["when"]),
+        unless=tuple(names["unless"]),
+        prefer=tuple(names["prefer"]),
         rank=rank,
     )
 
@@ -190,20 +180,8 @@ def load_signatures_file(path: str | Path) -> tuple[Signature, ...]:
 
 
 def load_knowledge_file(path: str | Path) -> Knowledge:
-    p = Path(path)
-    text, data = read_yaml(p, "log signatures")
-    node = yaml.compose(text, Loader=SafeLoader)  # line numbers of the entries
-    return parse_knowledge(data, str(p), _entry_lines(node))
-
-
-def _entry_lines(node: Any) -> dict[int, int]:
-    """Line number of each item of the top-level `signatures:` list."""
-    if not isinstance(node, yaml.MappingNode):
-        return {}
-    for key, value in node.value:
-        if getattr(key, "value", None) == "signatures" and isinstance(value, yaml.SequenceNode):
-            return {i: item.start_mark.line + 1 for i, item in enumerate(value.value)}
-    return {}
+    r, data = Reader.read(path, "log signatures")
+    return parse_knowledge(data, str(path), r.lines)
 
 
 @functools.lru_cache(maxsize=1)

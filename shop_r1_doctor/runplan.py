@@ -20,11 +20,13 @@ from __future__ import annotations
 
 import dataclasses
 import difflib
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from shop_r1_doctor.errors import ToolError
+from shop_r1_doctor.schema import Reader, field_error, is_kind
 
 RUNPLAN_SCHEMA = "shop-r1.runplan/1"
 RUNPLAN_MAJOR = 1
@@ -106,7 +108,7 @@ class RunPlan:
         for f in dataclasses.fields(self):
             value = getattr(self, f.name)
             if value is not None:
-                _check_value(f.name, value, "RunPlan")
+                _check_value(f.name, value, "RunPlan", None)
 
     def to_dict(self) -> dict[str, Any]:
         """The snapshot's `plan` section: known fields only."""
@@ -123,29 +125,33 @@ class RunPlan:
 
     @classmethod
     def from_dict(
-        cls, data: Any, source: str = "<plan>", lines: dict[str, int] | None = None
+        cls, data: Any, source: str = "<plan>", lines: Mapping[str, int] | None = None
     ) -> RunPlan:
-        """Validate a mapping field by field; errors are one line `source:line: field: why`."""
+        """Validate a mapping field by field; errors are one line `source:line: field: why`
+        (schema.field_error). `lines`: key path -> line (schema.line_index)."""
         lines = lines or {}
         if isinstance(data, dict) and set(data) == {"plan"}:
             data = data["plan"]
+            lines = {k[5:]: v for k, v in lines.items() if k.startswith("plan.")}
         if not isinstance(data, dict):
-            raise ToolError(f"{source}: a plan must be a mapping of fields (see docs/doctor.md)")
+            raise field_error(
+                source, lines.get(""), "", "a plan must be a mapping of fields (see docs/doctor.md)"
+            )
         values: dict[str, Any] = {}
         for key, value in data.items():
-            where = f"{source}:{lines[key]}" if key in lines else source
+            line = lines.get(str(key))
             if key == "schema":
-                _check_schema(value, where)
+                _check_schema(value, source, line)
                 continue
             if str(key) not in FIELDS:
                 close = difflib.get_close_matches(str(key), FIELDS, n=1)
                 hint = (
                     f"did you mean '{close[0]}'?" if close else "known fields are in docs/doctor.md"
                 )
-                raise ToolError(f"{where}: {key}: unknown plan field; {hint}")
+                raise field_error(source, line, str(key), f"unknown plan field; {hint}")
             if value is None:
                 continue
-            _check_value(str(key), value, where)
+            _check_value(str(key), value, source, line)
             values[str(key)] = float(value) if key == "vllm_gpu_memory_utilization" else value
         return cls(**values)
 
@@ -153,15 +159,17 @@ class RunPlan:
 FIELDS: dict[str, dataclasses.Field[Any]] = {f.name: f for f in dataclasses.fields(RunPlan)}
 
 
-def _check_schema(value: Any, where: str) -> None:
+def _check_schema(value: Any, source: str, line: int | None) -> None:
     prefix = "shop-r1.runplan/"
     head = value[len(prefix) :].split(".", 1)[0] if isinstance(value, str) else ""
     if not (isinstance(value, str) and value.startswith(prefix) and head.isdigit()):
-        raise ToolError(f"{where}: schema: {value!r} is not a shop-r1 run plan")
+        raise field_error(source, line, "schema", f"{value!r} is not a shop-r1 run plan")
     if int(head) != RUNPLAN_MAJOR:
-        raise ToolError(
-            f"{where}: schema: {value!r} is not supported (this shop-r1 reads "
-            f"{RUNPLAN_SCHEMA}); upgrade shop-r1"
+        raise field_error(
+            source,
+            line,
+            "schema",
+            f"{value!r} is not supported (this shop-r1 reads {RUNPLAN_SCHEMA}); upgrade shop-r1",
         )
 
 
@@ -169,31 +177,29 @@ def _type_name(types: tuple[type, ...]) -> str:
     return " or ".join(_TYPE_NAMES[t.__name__] for t in types)
 
 
-def _check_value(key: str, value: Any, where: str) -> None:
+def _check_value(key: str, value: Any, source: str, line: int | None) -> None:
+    def fail(message: str, field: str = key) -> ToolError:
+        return field_error(source, line, field, message)
+
     meta = FIELDS[key].metadata if key in FIELDS else None
     if meta is None:  # RunPlan's own fields are always known; this is for safety
-        raise ToolError(f"{where}: {key}: unknown plan field")
+        raise fail("unknown plan field")
     types, allowed = meta["types"], meta["allowed"]
-    ok = isinstance(value, types) and not (isinstance(value, bool) and bool not in types)
-    if not ok:
-        raise ToolError(
-            f"{where}: {key}: expected {_type_name(types)}, got {value!r}; fix the value"
-        )
+    if not is_kind(value, types):
+        raise fail(f"expected {_type_name(types)}, got {value!r}; fix the value")
     if allowed is not None and value not in allowed:
-        raise ToolError(f"{where}: {key}: {value!r} is not one of {', '.join(allowed)}")
+        raise fail(f"{value!r} is not one of {', '.join(allowed)}")
     if key == "env_refs" and not all(isinstance(v, str) for v in value):
-        raise ToolError(f"{where}: env_refs: expected a list of env var names")
+        raise fail("expected a list of env var names")
     if key == "vllm_gpu_memory_utilization" and not 0 < value <= 1:
-        raise ToolError(f"{where}: {key}: {value} is not in (0, 1]")
+        raise fail(f"{value} is not in (0, 1]")
     if key == "model_shape":
         bad = [k for k in SHAPE_KEYS if not (isinstance(value.get(k), int) and value[k] > 0)]
         if bad:
-            raise ToolError(f"{where}: model_shape: {bad[0]}: missing or not a positive integer")
+            raise fail("missing or not a positive integer", f"model_shape.{bad[0]}")
 
 
 def load_runplan(path: str | Path) -> RunPlan:
     """A plan file (YAML or JSON: JSON is YAML) validated field by field."""
-    from shop_r1_doctor.yamlio import line_index, read_yaml
-
-    text, data = read_yaml(path, "plan (YAML or JSON)")
-    return RunPlan.from_dict(data, str(path), line_index(text, unwrap="plan"))
+    r, data = Reader.read(path, "plan (YAML or JSON)")
+    return RunPlan.from_dict(data, str(path), r.lines)

@@ -1,5 +1,5 @@
 """YAML reading in one place: the C (libyaml) safe loader when present, and errors as
-one line naming the file and line.
+one line naming the file and line. Field access and field errors: `schema.Reader`.
 
 The knowledge, profiles and log signatures are parsed on every doctor run; libyaml
 parses them several times faster than the pure-Python loader.
@@ -39,20 +39,3 @@ def read_yaml(path: str | Path, what: str = "file") -> tuple[str, Any]:
         line = f":{mark.line + 1}" if mark is not None else ""
         problem = getattr(exc, "problem", None) or "invalid YAML"
         raise ToolError(f"{p}{line}: not valid YAML ({problem}); fix the {what}") from None
-
-
-def line_index(text: str, unwrap: str | None = None) -> dict[str, int]:
-    """Top-level key -> 1-based line, for `file:line: field: message` errors (best effort).
-
-    `unwrap`: when the document is a single `unwrap:` mapping, index the keys inside it."""
-    try:
-        node = yaml.compose(text, Loader=SafeLoader)
-    except yaml.YAMLError:
-        return {}
-    if unwrap and isinstance(node, yaml.MappingNode) and len(node.value) == 1:
-        key, value = node.value[0]
-        if getattr(key, "value", None) == unwrap and isinstance(value, yaml.MappingNode):
-            node = value
-    if not isinstance(node, yaml.MappingNode):
-        return {}
-    return {str(k.value): k.start_mark.line + 1 for k, _ in node.value}

@@ -2,23 +2,23 @@
 
 `load_compat()` parses the YAML once into typed, frozen records and answers lookups
 (driver minimum for a CUDA version, torch arch list for a build, vLLM's torch pin, ...).
-A malformed entry raises ToolError naming the file and the field. Checks prefer facts
+A malformed entry raises `FILE:LINE: FIELD: message` (shop_r1_doctor.schema). Checks prefer facts
 read from the machine (Requires-Dist, torch's arch list) and fall back to these tables.
 """
 
 from __future__ import annotations
 
 import functools
+from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from packaging.specifiers import InvalidSpecifier, SpecifierSet
-from packaging.version import InvalidVersion, Version
+from packaging.specifiers import SpecifierSet
+from packaging.version import Version
 
-from shop_r1_doctor.errors import ToolError
 from shop_r1_doctor.hardware import parse_cc
-from shop_r1_doctor.yamlio import read_yaml
+from shop_r1_doctor.schema import Reader
 
 COMPAT_PATH = Path(__file__).with_name("compat.yaml")
 COMPAT_SCHEMA = "shop-r1.compat/1"
@@ -201,89 +201,74 @@ class Compat:
         return self.features.get(name)
 
     def nvcc_min_for_cc(self, cc: CC) -> Ranged | None:
-        rows = [r for r in self.nvcc_min_for_arch if _cc(r.extra, "min_cc", "") <= cc]
-        return max(rows, key=lambda r: _cc(r.extra, "min_cc", "")) if rows else None
+        def min_cc(row: Ranged) -> CC:
+            return parse_cc(row.extra) or (0, 0)  # validated when parsed
+
+        rows = [r for r in self.nvcc_min_for_arch if min_cc(r) <= cc]
+        return max(rows, key=min_cc) if rows else None
 
 
 # --- parsing with one-line errors ------------------------------------------------------
 
 
-class _Reader:
-    """Field access that raises ToolError("<file>: <path>: what; what to do")."""
-
-    def __init__(self, file: str) -> None:
-        self.file = file
-
-    def fail(self, where: str, what: str) -> ToolError:
-        return ToolError(f"{self.file}: {where}: {what}; fix the entry or reinstall shop-r1")
-
-    def get(self, obj: Any, key: str, where: str, kind: type | tuple[type, ...] = str) -> Any:
-        if not isinstance(obj, dict) or key not in obj:
-            raise self.fail(f"{where}.{key}", "missing")
-        value = obj[key]
-        kinds = kind if isinstance(kind, tuple) else (kind,)
-        # YAML `true` is an int to isinstance; only accept it where a bool is wanted.
-        if not isinstance(value, kinds) or (isinstance(value, bool) and bool not in kinds):
-            raise self.fail(f"{where}.{key}", f"expected {_kind(kind)}, got {value!r}")
-        return value
-
-    def opt(self, obj: dict[str, Any], key: str, where: str, kind: type = str) -> Any:
-        return self.get(obj, key, where, kind) if key in obj else None
-
-    def version(self, obj: Any, key: str, where: str) -> Version:
-        text = self.get(obj, key, where)
-        try:
-            return Version(text)
-        except InvalidVersion:
-            raise self.fail(f"{where}.{key}", f"not a version: {text!r}") from None
-
-    def spec(self, obj: Any, key: str, where: str) -> SpecifierSet:
-        text = self.get(obj, key, where)
-        try:
-            return SpecifierSet(text)
-        except InvalidSpecifier:
-            raise self.fail(f"{where}.{key}", f"not a version range: {text!r}") from None
-
-    def cc(self, obj: Any, key: str, where: str) -> CC:
-        return _cc(self.get(obj, key, where), f"{where}.{key}", self.file)
-
-    def rows(self, data: Any, key: str) -> list[tuple[str, dict[str, Any]]]:
-        items = self.get(data, key, "compat", list)
-        out = []
-        for i, item in enumerate(items):
-            where = f"{key}[{i}]"
-            if not isinstance(item, dict):
-                raise self.fail(where, "expected a mapping")
-            self.get(item, "source", where)
-            out.append((where, item))
-        return out
+_HINT = "fix the entry or reinstall shop-r1"
 
 
-def _kind(kind: type | tuple[type, ...]) -> str:
-    names = {
-        str: "a string",
-        int: "an integer",
-        list: "a list",
-        dict: "a mapping",
-        bool: "true/false",
-    }
-    kinds = kind if isinstance(kind, tuple) else (kind,)
-    return " or ".join(names.get(k, k.__name__) for k in kinds)
+def _reader(file: str, lines: Mapping[str, int] | None) -> Reader:
+    return Reader(file, lines, _HINT)
 
 
-def _cc(text: Any, where: str, file: str) -> CC:
-    cc = parse_cc(text)
-    if cc is not None:
-        return cc
-    raise ToolError(f"{file}: {where}: not a compute capability like '8.0': {text!r}")
+def _rows(r: Reader, data: Any, key: str) -> list[tuple[str, dict[str, Any]]]:
+    """A list of mappings, each with a `source`."""
+    rows = r.rows(data, key)
+    for where, item in rows:
+        r.get(item, "source", where)
+    return rows
 
 
-def parse_compat(data: Any, file: str) -> Compat:
-    r = _Reader(file)
+def _cc(r: Reader, value: Any, path: str) -> CC:
+    cc: CC = r.parsed(value, parse_cc, path, "not a compute capability like '8.0'")
+    return cc
+
+
+# Top-level sections of compat.yaml (name -> required); another name is a typo.
+_COMPAT_KEYS = {
+    **dict.fromkeys(
+        [
+            "schema",
+            "driver_min",
+            "minor_compat",
+            "torch_releases",
+            "torch_archs",
+            "nccl_bundled",
+            "vllm_torch",
+            "vllm_opencv",
+            "vllm_min_cc",
+            "vllm_expandable_segments",
+            "vllm_attention_env",
+            "trl_vllm",
+            "flash_attn_wheels",
+            "flash_attn_wheel_url",
+            "flash_attn_cxx11abi",
+            "flash_attn_archs",
+            "features",
+            "nvcc_min_for_arch",
+            "numpy2",
+            "hf_xet",
+        ],
+        True,
+    ),
+    "as_of": False,
+}
+
+
+def parse_compat(data: Any, file: str, lines: Mapping[str, int] | None = None) -> Compat:
+    r = _reader(file, lines)
     if not isinstance(data, dict):
         raise r.fail("compat", "expected a mapping at the top level")
     if data.get("schema") != COMPAT_SCHEMA:
         raise r.fail("schema", f"expected {COMPAT_SCHEMA!r}, got {data.get('schema')!r}")
+    r.mapping(data, "", _COMPAT_KEYS)
 
     def ranged(key: str, spec_key: str, value_key: str, extra_key: str = "") -> tuple[Ranged, ...]:
         return tuple(
@@ -294,7 +279,7 @@ def parse_compat(data: Any, file: str) -> Compat:
                 extra=str(r.get(item, extra_key, w)) if extra_key and extra_key in item else "",
                 cuda_major=r.opt(item, "cuda_major", w, int),
             )
-            for w, item in r.rows(data, key)
+            for w, item in _rows(r, data, key)
         )
 
     drivers = tuple(
@@ -304,11 +289,11 @@ def parse_compat(data: Any, file: str) -> Compat:
             windows=r.version(item, "windows", w) if "windows" in item else None,
             source=item["source"],
         )
-        for w, item in r.rows(data, "driver_min")
+        for w, item in _rows(r, data, "driver_min")
     )
     minor = tuple(
         MinorCompat(r.get(item, "cuda_major", w, int), r.version(item, "linux", w), item["source"])
-        for w, item in r.rows(data, "minor_compat")
+        for w, item in _rows(r, data, "minor_compat")
     )
     releases = tuple(
         TorchRelease(
@@ -318,17 +303,19 @@ def parse_compat(data: Any, file: str) -> Compat:
             default=r.get(item, "default", w),
             source=item["source"],
         )
-        for w, item in r.rows(data, "torch_releases")
+        for w, item in _rows(r, data, "torch_releases")
     )
     archs = tuple(
         TorchArchs(
             variant=r.get(item, "variant", w),
             torch=r.spec(item, "torch", w),
-            archs=tuple(_cc(a, f"{w}.archs", file) for a in r.get(item, "archs", w, list)),
+            archs=tuple(
+                _cc(r, a, f"{w}.archs[{i}]") for i, a in enumerate(r.get(item, "archs", w, list))
+            ),
             ptx=r.get(item, "ptx", w, bool),
             source=item["source"],
         )
-        for w, item in r.rows(data, "torch_archs")
+        for w, item in _rows(r, data, "torch_archs")
     )
     fa = tuple(
         FaWheels(
@@ -343,17 +330,17 @@ def parse_compat(data: Any, file: str) -> Compat:
                 for minor in pys
             ),
         )
-        for w, item in r.rows(data, "flash_attn_wheels")
+        for w, item in _rows(r, data, "flash_attn_wheels")
     )
-    fa_archs = r.get(data, "flash_attn_archs", "compat", dict)
+    fa_archs = r.get(data, "flash_attn_archs", "", dict)
     features = {}
-    for name, item in r.get(data, "features", "compat", dict).items():
+    for name, item in r.get(data, "features", "", dict).items():
         w = f"features.{name}"
         r.get(item, "source", w)
         features[name] = Feature(
             name=name,
-            min_cc=r.cc(item, "min_cc", w),
-            max_cc=r.cc(item, "max_cc", w) if "max_cc" in item else None,
+            min_cc=_cc(r, r.get(item, "min_cc", w), f"{w}.min_cc"),
+            max_cc=_cc(r, item["max_cc"], f"{w}.max_cc") if "max_cc" in item else None,
             source=item["source"],
             dist=r.opt(item, "dist", w) or "",
             module=r.opt(item, "module", w) or "",
@@ -363,12 +350,12 @@ def parse_compat(data: Any, file: str) -> Compat:
             spec=SpecifierSet(),
             value=str(r.version(item, "nvcc", w)),
             source=item["source"],
-            extra=_cc_text(r.cc(item, "min_cc", w)),
+            extra=_cc_text(_cc(r, r.get(item, "min_cc", w), f"{w}.min_cc")),
         )
-        for w, item in r.rows(data, "nvcc_min_for_arch")
+        for w, item in _rows(r, data, "nvcc_min_for_arch")
     )
     for mapping in ("vllm_attention_env", "numpy2", "hf_xet"):
-        section = r.get(data, mapping, "compat", dict)
+        section = r.get(data, mapping, "", dict)
         r.get(section, "source", mapping)
         for key, value in section.items():
             if key != "source":
@@ -388,11 +375,11 @@ def parse_compat(data: Any, file: str) -> Compat:
         vllm_attention_env=dict(data["vllm_attention_env"]),
         trl_vllm=ranged("trl_vllm", "trl", "vllm"),
         flash_attn_wheels=fa,
-        flash_attn_wheel_url=r.get(data, "flash_attn_wheel_url", "compat"),
+        flash_attn_wheel_url=r.get(data, "flash_attn_wheel_url", ""),
         flash_attn_cxx11abi=ranged("flash_attn_cxx11abi", "torch", "abi"),
         flash_attn_archs=tuple(
-            _cc(a, "flash_attn_archs.archs", file)
-            for a in r.get(fa_archs, "archs", "flash_attn_archs", list)
+            _cc(r, a, f"flash_attn_archs.archs[{i}]")
+            for i, a in enumerate(r.get(fa_archs, "archs", "flash_attn_archs", list))
         ),
         flash_attn_sm120_from=r.version(fa_archs, "sm120_native_from", "flash_attn_archs"),
         flash_attn_archs_source=r.get(fa_archs, "source", "flash_attn_archs"),
@@ -409,8 +396,8 @@ def _cc_text(cc: CC) -> str:
 
 def load_compat_file(path: str | Path) -> Compat:
     """Parse one compat file (tests point this at broken copies)."""
-    _, data = read_yaml(path, "compatibility data")
-    return parse_compat(data, str(path))
+    r, data = Reader.read(path, "compatibility data")
+    return parse_compat(data, str(path), r.lines)
 
 
 @functools.lru_cache(maxsize=1)
@@ -441,19 +428,24 @@ class CodeInfo:
     explains: tuple[str, ...] = ()
 
 
-def parse_codes(data: Any, file: str) -> dict[str, CodeInfo]:
-    r = _Reader(file)
+_CODE_KEYS = {
+    **dict.fromkeys(("severity", "subject", "trigger", "fix", "urls"), True),
+    **dict.fromkeys(("log_only", "explains"), False),
+}
+
+
+def parse_codes(
+    data: Any, file: str, lines: Mapping[str, int] | None = None
+) -> dict[str, CodeInfo]:
+    r = _reader(file, lines)
     if not isinstance(data, dict) or data.get("schema") != CODES_SCHEMA:
         raise r.fail("schema", f"expected {CODES_SCHEMA!r}")
     out: dict[str, CodeInfo] = {}
-    for code, item in r.get(data, "codes", "codes", dict).items():
+    for code, item in r.get(data, "codes", "", dict).items():
         w = f"codes.{code}"
-        severity = r.get(item, "severity", w)
-        if severity not in _SEVERITIES:
-            raise r.fail(f"{w}.severity", f"expected one of {', '.join(_SEVERITIES)}")
-        urls = r.get(item, "urls", w, list)
-        if not all(isinstance(u, str) and u.startswith("https://") for u in urls):
-            raise r.fail(f"{w}.urls", "expected a list of https:// URLs")
+        r.mapping(item, w, _CODE_KEYS)
+        severity = r.get(item, "severity", w, allowed=_SEVERITIES)
+        urls = r.https_list(item, "urls", w)
         out[code] = CodeInfo(
             code=code,
             severity=severity,
@@ -462,7 +454,9 @@ def parse_codes(data: Any, file: str) -> dict[str, CodeInfo]:
             fix=r.get(item, "fix", w),
             urls=tuple(urls),
             log_only=bool(r.opt(item, "log_only", w, bool)),
-            explains=tuple(r.opt(item, "explains", w, list) or ()),
+            explains=tuple(
+                r.str_list(item, "explains", w, "finding codes") if "explains" in item else ()
+            ),
         )
     for code, info in out.items():
         unknown = [c for c in info.explains if c not in out or c == code]
@@ -472,8 +466,8 @@ def parse_codes(data: Any, file: str) -> dict[str, CodeInfo]:
 
 
 def load_codes_file(path: str | Path) -> dict[str, CodeInfo]:
-    _, data = read_yaml(path, "finding codes")
-    return parse_codes(data, str(path))
+    r, data = Reader.read(path, "finding codes")
+    return parse_codes(data, str(path), r.lines)
 
 
 @functools.lru_cache(maxsize=1)

@@ -10,17 +10,17 @@ from __future__ import annotations
 
 import functools
 import re
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal
 
-import yaml
-from packaging.specifiers import InvalidSpecifier, SpecifierSet
-from packaging.version import InvalidVersion, Version
+from packaging.specifiers import SpecifierSet
+from packaging.version import Version
 
 from shop_r1_doctor.errors import ToolError
 from shop_r1_doctor.hardware import parse_cc
-from shop_r1_doctor.yamlio import read_yaml
+from shop_r1_doctor.schema import Reader
 
 CC = tuple[int, int]
 FlashAttnMode = Literal["wheel", "source", "none"]
@@ -135,7 +135,7 @@ class Profile:
     env_consumer_multi_gpu: dict[str, str]
     notes: dict[str, str]
     sources: dict[str, str]
-    lines: dict[str, int] = field(default_factory=dict, compare=False, repr=False)
+    lines: Mapping[str, int] = field(default_factory=dict, compare=False, repr=False)
 
     @property
     def dtype(self) -> str:
@@ -146,10 +146,7 @@ class Profile:
 
     def where(self, field_path: str) -> str:
         """`profiles/hopper.yaml:12: torch.version` for messages about a field."""
-        line = self.lines.get(field_path)
-        while line is None and "." in field_path:
-            field_path = field_path.rsplit(".", 1)[0]
-            line = self.lines.get(field_path)
+        line = Reader(self.path, self.lines).line(field_path)
         return f"{self.path}:{line}" if line else str(self.path)
 
 
@@ -175,101 +172,11 @@ _OPTIONAL = ("extras", "env", "env_consumer_multi_gpu")
 _TOP_KEYS = {**dict.fromkeys(_REQUIRED, True), **dict.fromkeys(_OPTIONAL, False)}
 
 
-class _Reader:
-    """Typed field access; every error names file, line and field, and what to do."""
-
-    def __init__(self, path: Path, lines: dict[str, int]) -> None:
-        self.path = path
-        self.lines = lines
-
-    def fail(self, where: str, what: str) -> ToolError:
-        line = self.lines.get(where)
-        probe = where
-        while line is None and "." in probe:
-            probe = probe.rsplit(".", 1)[0]
-            line = self.lines.get(probe)
-        loc = f"{self.path}:{line}" if line else str(self.path)
-        return ToolError(f"{loc}: {where}: {what}; fix the profile (see docs/profiles.md)")
-
-    def mapping(self, obj: Any, where: str, keys: dict[str, bool]) -> dict[str, Any]:
-        if not isinstance(obj, dict):
-            raise self.fail(where, f"expected a mapping, got {type(obj).__name__}")
-        for key in obj:
-            if key not in keys:
-                raise self.fail(f"{where}.{key}" if where else str(key), "unknown field")
-        for key, required in keys.items():
-            if required and key not in obj:
-                raise self.fail(f"{where}.{key}" if where else key, "missing")
-        return obj
-
-    def text(self, obj: dict[str, Any], key: str, where: str) -> str:
-        value = obj.get(key)
-        if not isinstance(value, str) or not value.strip():
-            raise self.fail(_join(where, key), f"expected a non-empty string, got {value!r}")
-        return value
-
-    def version(self, obj: dict[str, Any], key: str, where: str) -> Version:
-        text = self.text(obj, key, where)
-        try:
-            return Version(text)
-        except InvalidVersion:
-            raise self.fail(_join(where, key), f"not a version: {text!r}") from None
-
-    def integer(self, obj: dict[str, Any], key: str, where: str) -> int | None:
-        value = obj.get(key)
-        if value is None:
-            return None
-        if isinstance(value, bool) or not isinstance(value, int) or value < 1:
-            raise self.fail(_join(where, key), f"expected a positive integer, got {value!r}")
-        return value
-
-    def flag(self, obj: dict[str, Any], key: str, where: str, default: bool) -> bool:
-        value = obj.get(key, default)
-        if not isinstance(value, bool):
-            raise self.fail(_join(where, key), f"expected true/false, got {value!r}")
-        return value
-
-    def str_map(self, obj: Any, where: str) -> dict[str, str]:
-        if obj is None:
-            return {}
-        if not isinstance(obj, dict):
-            raise self.fail(where, "expected a mapping of names to strings")
-        for key, value in obj.items():
-            if not isinstance(value, str):
-                raise self.fail(_join(where, str(key)), f"expected a string, got {value!r}")
-        return {str(k): v for k, v in obj.items()}
+_HINT = "fix the profile (see docs/profiles.md)"
 
 
-def _join(where: str, key: str) -> str:
-    return f"{where}.{key}" if where else key
-
-
-def _cc(text: Any) -> CC | None:
-    return parse_cc(text)
-
-
-def _line_index(text: str) -> dict[str, int]:
-    """Field path -> 1-based line, from the YAML node tree (so errors can name a line)."""
-    out: dict[str, int] = {}
-
-    def walk(node: yaml.Node, path: str) -> None:
-        if isinstance(node, yaml.MappingNode):
-            for key, value in node.value:
-                sub = _join(path, str(key.value))
-                out[sub] = key.start_mark.line + 1
-                walk(value, sub)
-
-    try:
-        root = yaml.compose(text, Loader=yaml.SafeLoader)
-    except yaml.YAMLError:
-        return out
-    if root is not None:
-        walk(root, "")
-    return out
-
-
-def parse_profile(data: Any, path: Path, lines: dict[str, int] | None = None) -> Profile:
-    r = _Reader(path, lines or {})
+def parse_profile(data: Any, path: Path, lines: Mapping[str, int] | None = None) -> Profile:
+    r = Reader(path, lines, _HINT)
     top = r.mapping(data, "", _TOP_KEYS)
     name = r.text(top, "name", "")
     if name != path.stem:
@@ -281,17 +188,10 @@ def parse_profile(data: Any, path: Path, lines: dict[str, int] | None = None) ->
         {"compute_capabilities": True, "name_patterns": True, "bf16": True, "priority": False},
     )
     ccs = []
-    for i, item in enumerate(m["compute_capabilities"] or []):
-        cc = _cc(item)
-        if cc is None:
-            raise r.fail(f"match.compute_capabilities[{i}]", f"not like '9.0': {item!r}")
-        ccs.append(cc)
-    patterns = m["name_patterns"] or []
-    if not isinstance(patterns, list) or not all(isinstance(p, str) for p in patterns):
-        raise r.fail("match.name_patterns", "expected a list of strings")
-    priority = m.get("priority")
-    if priority is not None and (isinstance(priority, bool) or not isinstance(priority, int)):
-        raise r.fail("match.priority", f"expected an integer, got {priority!r}")
+    for i, item in enumerate(r.get(m, "compute_capabilities", "match", (list, type(None))) or []):
+        ccs.append(r.parsed(item, parse_cc, f"match.compute_capabilities[{i}]", "not like '9.0'"))
+    patterns = r.str_list(m, "name_patterns", "match") if m["name_patterns"] is not None else []
+    priority = r.opt(m, "priority", "match", int)
     match = GpuMatch(tuple(ccs), tuple(patterns), r.flag(m, "bf16", "match", False), priority)
 
     cuda = None
@@ -318,29 +218,23 @@ def parse_profile(data: Any, path: Path, lines: dict[str, int] | None = None) ->
 
     fa_keys = {"mode": True, "version": False, "max_jobs": False, "nvcc_threads": False}
     fa_raw = r.mapping(top["flash_attn"], "flash_attn", {**fa_keys, "cuda_archs": False})
-    mode = fa_raw["mode"]
-    if mode not in FLASH_ATTN_MODES:
-        raise r.fail("flash_attn.mode", f"expected one of {', '.join(FLASH_ATTN_MODES)}")
+    mode = r.get(fa_raw, "mode", "flash_attn", allowed=FLASH_ATTN_MODES)
     flash_attn = FlashAttnSpec(
         mode=mode,
         version=r.version(fa_raw, "version", "flash_attn") if "version" in fa_raw else None,
-        max_jobs=r.integer(fa_raw, "max_jobs", "flash_attn"),
-        nvcc_threads=r.integer(fa_raw, "nvcc_threads", "flash_attn"),
+        max_jobs=r.positive_int(fa_raw, "max_jobs", "flash_attn"),
+        nvcc_threads=r.positive_int(fa_raw, "nvcc_threads", "flash_attn"),
         cuda_archs=str(fa_raw["cuda_archs"]) if fa_raw.get("cuda_archs") is not None else None,
     )
     if mode != "none" and flash_attn.version is None:
         raise r.fail("flash_attn.version", f"missing (required with mode {mode})")
 
     for key in ("attention", "attention_fallback"):
-        if top[key] not in ATTENTION_IMPLS:
-            raise r.fail(key, f"expected one of {', '.join(ATTENTION_IMPLS)}, got {top[key]!r}")
+        r.get(top, key, "", allowed=ATTENTION_IMPLS)
 
     packages: dict[str, SpecifierSet] = {}
     for dist, spec in r.str_map(top["packages"], "packages").items():
-        try:
-            packages[dist] = SpecifierSet(spec)
-        except InvalidSpecifier:
-            raise r.fail(f"packages.{dist}", f"not a version range: {spec!r}") from None
+        packages[dist] = r.spec_text(spec, f"packages.{dist}")
 
     extras = {}
     raw_extras = top.get("extras") or {}
@@ -357,10 +251,7 @@ def parse_profile(data: Any, path: Path, lines: dict[str, int] | None = None) ->
         )
         pins = r.str_map(e.get("pins"), f"{where}.pins")
         for dist, spec in pins.items():
-            try:
-                SpecifierSet(spec)
-            except InvalidSpecifier:
-                raise r.fail(f"{where}.pins.{dist}", f"not a version range: {spec!r}") from None
+            r.spec_text(spec, f"{where}.pins.{dist}")
         extras[extra_name] = ExtraSpec(
             name=extra_name,
             packages=r.str_map(e["packages"], f"{where}.packages"),
@@ -401,8 +292,8 @@ def parse_profile(data: Any, path: Path, lines: dict[str, int] | None = None) ->
 
 def load_profile_file(path: str | Path) -> Profile:
     p = Path(path)
-    text, data = read_yaml(p, "profile")
-    return parse_profile(data, p, _line_index(text))
+    r, data = Reader.read(p, "profile")
+    return parse_profile(data, p, r.lines)
 
 
 def load_profiles(directory: str | Path | None = None) -> dict[str, Profile]:

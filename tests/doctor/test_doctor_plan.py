@@ -48,7 +48,7 @@ def test_json_plan_under_plan_key(tmp_path):
         ("task: [grpo\n", "not valid YAML"),
         ("schema: shop-r1.runplan/2\n", "p.yaml:1: schema: 'shop-r1.runplan/2' is not supported"),
         ("schema: shop-r1.snapshot/1\n", "p.yaml:1: schema: 'shop-r1.snapshot/1' is not a shop-r1"),
-        ("model_shape: {params: 5}\n", "p.yaml:1: model_shape: layers: missing or not a positive"),
+        ("model_shape: {params: 5}\n", "p.yaml:1: model_shape.layers: missing or not a positive"),
     ],
 )
 def test_bad_plans_name_file_line_and_field(tmp_path, text, message):

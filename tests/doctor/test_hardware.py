@@ -102,8 +102,14 @@ def test_no_entry_is_shadowed_by_an_earlier_one():
     ("entry", "message"),
     [
         ({"patterns": ["X"], "cc": "9", "kind": "datacenter", "memory_gb": 1}, "cc: not a compute"),
-        ({"patterns": ["X"], "cc": "9.0", "kind": "gaming", "memory_gb": 1}, "kind: 'gaming'"),
-        ({"patterns": "X", "cc": "9.0", "kind": "consumer", "memory_gb": 1}, "patterns:"),
+        (
+            {"patterns": ["X"], "cc": "9.0", "kind": "gaming", "memory_gb": 1},
+            "kind: expected one of datacenter, workstation, consumer, got 'gaming'",
+        ),
+        (
+            {"patterns": "X", "cc": "9.0", "kind": "consumer", "memory_gb": 1},
+            "patterns: expected a list of name substrings",
+        ),
         (
             {"patterns": ["X"], "cc": "9.0", "kind": "consumer", "memory_gb": 1, "tflops": 1},
             "tflops: unknown field",

@@ -138,30 +138,41 @@ def _doc(*entries):
 
 # (document, message fragment)
 BAD_FILES = [
-    ({"schema": "other", "signatures": [GOOD]}, "f.yaml: field 'schema' must be"),
-    ([GOOD], "f.yaml: field 'schema' must be"),
-    (_doc(), "f.yaml: field 'signatures' must be a non-empty list"),
-    ({"schema": "shop-r1.log-signatures/1", "signatures": {"a": 1}}, "must be a non-empty list"),
-    (_doc("text"), "f.yaml:7: signature #1: expected a mapping"),
-    (_doc({**GOOD, "colour": "red"}), "signature #1 (x): unknown field 'colour'"),
-    (_doc({**GOOD, "title": " "}), "(x): title: missing or not a non-empty string"),
-    (_doc({k: v for k, v in GOOD.items() if k != "try"}), "(x): try: missing"),
-    (_doc({**GOOD, "also": "CODE_Y"}), "(x): also: expected a list of finding codes"),
-    (_doc({**GOOD, "also": [1]}), "(x): also: expected a list of finding codes"),
-    (_doc({**GOOD, "code": "lower_case"}), "(x): code 'lower_case' is not an UPPER_SNAKE"),
-    (_doc({**GOOD, "also": ["Bad"]}), "code 'Bad' is not an UPPER_SNAKE"),
-    (_doc({**GOOD, "silent": "yes"}), "(x): silent: expected true or false"),
-    (_doc({**GOOD, "source": "http://example.org"}), "(x): source: expected an https:// URL"),
-    (_doc({**GOOD, "pattern": "boom ("}), "(x): pattern: not a valid regex"),
-    (_doc({**GOOD, "example": "bang"}), "(x): pattern does not match its own example"),
-    (_doc(GOOD, {**GOOD, "code": "CODE_Y"}), "f.yaml:9: signature #2 (x): id: duplicate id"),
+    (
+        {"schema": "other", "signatures": [GOOD]},
+        "f.yaml: schema: expected 'shop-r1.log-signatures/1'",
+    ),
+    ([GOOD], "f.yaml: schema: expected"),
+    (_doc(), "f.yaml: signatures: expected a non-empty list"),
+    ({"schema": "shop-r1.log-signatures/1", "signatures": {"a": 1}}, "expected a non-empty list"),
+    (_doc("text"), "f.yaml:7: signatures[0]: expected a mapping"),
+    (_doc({**GOOD, "colour": "red"}), "f.yaml:7: signatures[0].colour: unknown field"),
+    (_doc({**GOOD, "title": " "}), "signatures[0].title: expected a non-empty string"),
+    (_doc({k: v for k, v in GOOD.items() if k != "try"}), "signatures[0].try: missing"),
+    (_doc({**GOOD, "also": "CODE_Y"}), "signatures[0].also: expected a list of finding codes"),
+    (_doc({**GOOD, "also": [1]}), "signatures[0].also: expected a list of finding codes"),
+    (
+        _doc({**GOOD, "code": "lower_case"}),
+        "signatures[0].code: 'lower_case' is not an UPPER_SNAKE",
+    ),
+    (_doc({**GOOD, "also": ["Bad"]}), "signatures[0].also[0]: 'Bad' is not an UPPER_SNAKE"),
+    (_doc({**GOOD, "silent": "yes"}), "signatures[0].silent: expected true/false"),
+    (
+        _doc({**GOOD, "source": "http://example.org"}),
+        "signatures[0].source: expected an https:// URL",
+    ),
+    (_doc({**GOOD, "pattern": "boom ("}), "signatures[0].pattern: not a valid regex"),
+    (_doc({**GOOD, "example": "bang"}), "signatures[0].pattern: does not match its own example"),
+    (_doc(GOOD, {**GOOD, "code": "CODE_Y"}), "f.yaml:9: signatures[1].id: duplicate id"),
+    (_doc({**GOOD, "when": ["gpus"]}), "signatures[0].when[0]: unknown evidence 'gpus'"),
+    (_doc({**GOOD, "rank": "high"}), "signatures[0].rank: expected"),
 ]
 
 
 @pytest.mark.parametrize(("doc", "message"), BAD_FILES)
 def test_bad_signature_files_name_the_entry(doc, message):
     with pytest.raises(ToolError) as err:
-        parse_signatures(doc, "f.yaml", {0: 7, 1: 9})
+        parse_signatures(doc, "f.yaml", {"signatures[0]": 7, "signatures[1]": 9})
     assert message in str(err.value)
 
 

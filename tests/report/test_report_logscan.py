@@ -243,13 +243,16 @@ def test_fatal_error_block_and_signal_lines():
 @pytest.mark.parametrize(
     ("body", "message"),
     [
-        ("schema: nope\nsignatures: []\n", "field 'schema'"),
+        ("schema: nope\nsignatures: []\n", "schema: expected 'shop-r1.log-signatures/1'"),
         ("schema: shop-r1.log-signatures/1\nsignatures: []\n", "non-empty list"),
-        ("schema: shop-r1.log-signatures/1\nsignatures:\n  - id: a\n", "signature #1 (a): code"),
+        (
+            "schema: shop-r1.log-signatures/1\nsignatures:\n  - id: a\n",
+            ":3: signatures[0].code: missing",
+        ),
         (
             "schema: shop-r1.log-signatures/1\nsignatures:\n"
             "  - {id: a, code: X_Y, pattern: '(', title: t, try: t, source: 'https://x', example: e}\n",
-            ":3: signature #1 (a): pattern: not a valid regex",
+            ":3: signatures[0].pattern: not a valid regex",
         ),
         (
             "schema: shop-r1.log-signatures/1\nsignatures:\n"
@@ -264,7 +267,7 @@ def test_fatal_error_block_and_signal_lines():
         (
             "schema: shop-r1.log-signatures/1\nsignatures:\n"
             "  - {id: a, code: X, pattern: 'e', title: t, try: t, source: 'https://x', example: e, colour: red}\n",
-            "unknown field 'colour'",
+            "signatures[0].colour: unknown field",
         ),
         ("schema: [unclosed\n", "not valid YAML"),
     ],
