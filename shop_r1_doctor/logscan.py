@@ -89,7 +89,7 @@ def parse_knowledge(data: Any, file: str, lines: dict[int, int] | None = None) -
     """Signatures and evidence patterns; every `when`/`unless`/`prefer` name must exist."""
     if not isinstance(data, dict) or data.get("schema") != SIGNATURES_SCHEMA:
         raise ToolError(f"{file}: field 'schema' must be {SIGNATURES_SCHEMA!r}")
-    evidence = _parse_evidence(data.get("evidence", {}), file)
+    evidence = _parse_evidence(data.get("evidence", []), file)
     known = {e.name for e in evidence}
     entries = data.get("signatures")
     if not isinstance(entries, list) or not entries:
@@ -115,15 +115,20 @@ def parse_knowledge(data: Any, file: str, lines: dict[int, int] | None = None) -
 
 
 def _parse_evidence(section: Any, file: str) -> tuple[Evidence, ...]:
-    if not isinstance(section, dict):
-        raise ToolError(f"{file}: field 'evidence' must be a mapping of name -> pattern")
-    out = []
-    for name, entry in section.items():
-        where = f"{file}: evidence {name!r}"
+    # A list, not a mapping: evidence names (wsl, container, ...) are values here, so they
+    # never read as knowledge keys beside the snapshot facts of the same name.
+    if not isinstance(section, list):
+        raise ToolError(f"{file}: field 'evidence' must be a list of {{id, pattern, meaning}}")
+    out: list[Evidence] = []
+    for i, entry in enumerate(section, 1):
+        name = entry.get("id") if isinstance(entry, dict) else None
+        where = f"{file}: evidence {name!r}" if name else f"{file}: evidence #{i}"
+        if not isinstance(entry, dict) or set(entry) != {"id", "pattern", "meaning"}:
+            raise ToolError(f"{where}: expected exactly the fields 'id', 'pattern' and 'meaning'")
         if not isinstance(name, str) or not _EVIDENCE_NAME.fullmatch(name):
             raise ToolError(f"{where}: names are lower_snake words")
-        if not isinstance(entry, dict) or set(entry) != {"pattern", "meaning"}:
-            raise ToolError(f"{where}: expected exactly the fields 'pattern' and 'meaning'")
+        if name in {e.name for e in out}:
+            raise ToolError(f"{where}: named twice")
         if not all(isinstance(entry[k], str) and entry[k].strip() for k in entry):
             raise ToolError(f"{where}: pattern and meaning must be non-empty strings")
         try:

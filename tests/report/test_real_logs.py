@@ -139,7 +139,7 @@ def test_evidence_names_are_validated(tmp_path):
     path = tmp_path / "sigs.yaml"
     path.write_text(
         "schema: shop-r1.log-signatures/1\n"
-        "evidence:\n  gpu: {pattern: 'RTX', meaning: m}\n"
+        "evidence:\n  - {id: gpu, pattern: 'RTX', meaning: m}\n"
         "signatures:\n"
         "  - {id: a, code: X_Y, pattern: 'e', title: t, try: t, source: 'https://x', example: e, when: [gpus]}\n",
         encoding="utf-8",
@@ -193,12 +193,23 @@ def test_an_arch_list_that_includes_blackwell_is_not_blackwell_evidence():
 @pytest.mark.parametrize(
     ("evidence", "message"),
     [
-        ("  gpu: {pattern: '(', meaning: m}\n", "evidence 'gpu': pattern: not a valid regex"),
         (
-            "  gpu: {pattern: 'RTX'}\n",
-            "evidence 'gpu': expected exactly the fields 'pattern' and 'meaning'",
+            "  - {id: gpu, pattern: '(', meaning: m}\n",
+            "evidence 'gpu': pattern: not a valid regex",
         ),
-        ("  GPU: {pattern: 'RTX', meaning: m}\n", "evidence 'GPU': names are lower_snake words"),
+        (
+            "  - {id: gpu, pattern: 'RTX'}\n",
+            "evidence 'gpu': expected exactly the fields 'id', 'pattern' and 'meaning'",
+        ),
+        (
+            "  - {id: gpu, pattern: 'RTX', meaning: m}\n  - {id: gpu, pattern: 'GTX', meaning: m}\n",
+            "evidence 'gpu': named twice",
+        ),
+        (
+            "  - {id: GPU, pattern: 'RTX', meaning: m}\n",
+            "evidence 'GPU': names are lower_snake words",
+        ),
+        ("  gpu: {pattern: 'RTX', meaning: m}\n", "field 'evidence' must be a list"),
     ],
 )
 def test_malformed_evidence_names_file_and_entry(tmp_path, evidence, message):
