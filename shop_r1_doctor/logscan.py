@@ -92,7 +92,7 @@ def parse_knowledge(data: Any, file: str, lines: Mapping[str, int] | None = None
     if not isinstance(data, dict) or data.get("schema") != SIGNATURES_SCHEMA:
         raise r.fail("schema", f"expected {SIGNATURES_SCHEMA!r}, got {_get(data, 'schema')!r}")
     r.mapping(data, "", {"schema": True, "signatures": True, "evidence": False})
-    evidence = _parse_evidence(r, data.get("evidence", {}))
+    evidence = _parse_evidence(r, data.get("evidence", []))
     known = {e.name for e in evidence}
     if not isinstance(data["signatures"], list) or not data["signatures"]:
         raise r.fail("signatures", "expected a non-empty list")
@@ -114,14 +114,18 @@ def parse_knowledge(data: Any, file: str, lines: Mapping[str, int] | None = None
 
 
 def _parse_evidence(r: Reader, section: Any) -> tuple[Evidence, ...]:
-    if not isinstance(section, dict):
-        raise r.fail("evidence", "expected a mapping of name -> {pattern, meaning}")
-    out = []
-    for name, entry in section.items():
-        where = f"evidence.{name}"
-        if not isinstance(name, str) or not _EVIDENCE_NAME.fullmatch(name):
-            raise r.fail(where, "evidence names are lower_snake words")
-        r.mapping(entry, where, {"pattern": True, "meaning": True})
+    # A list, not a mapping: evidence names (wsl, container, ...) are values here, so they
+    # never read as knowledge keys beside the snapshot facts of the same name.
+    if not isinstance(section, list):
+        raise r.fail("evidence", "expected a list of {id, pattern, meaning}")
+    out: list[Evidence] = []
+    for where, entry in r.rows({"evidence": section}, "evidence"):
+        r.mapping(entry, where, {"id": True, "pattern": True, "meaning": True})
+        name = r.text(entry, "id", where)
+        if not _EVIDENCE_NAME.fullmatch(name):
+            raise r.fail(f"{where}.id", f"{name!r}: evidence names are lower_snake words")
+        if name in {e.name for e in out}:
+            raise r.fail(f"{where}.id", f"{name!r} is named twice")
         text, meaning = r.text(entry, "pattern", where), r.text(entry, "meaning", where)
         try:
             pattern = re.compile(text)

@@ -126,8 +126,9 @@ def knowledge_keys() -> frozenset[str]:
 
 
 def probe_writers(key: str, probe_dir: Path | None = None) -> list[str]:
-    """Probe modules whose source (child scripts included) writes `key` quoted."""
-    pattern = re.compile(rf"[\"']{re.escape(key)}[\"']")
+    """Probe modules whose source (child scripts included) writes `key`: quoted, or as a
+    keyword of `dict(key=...)`."""
+    pattern = re.compile(rf"[\"']{re.escape(key)}[\"']|\b{re.escape(key)}=(?!=)")
     files = sorted((probe_dir or PKG / "probes").glob("*.py"))
     return [p.stem for p in files if p.stem != "__init__" and pattern.search(p.read_text())]
 

@@ -139,14 +139,16 @@ def test_evidence_names_are_validated(tmp_path):
     path = tmp_path / "sigs.yaml"
     path.write_text(
         "schema: shop-r1.log-signatures/1\n"
-        "evidence:\n  gpu: {pattern: 'RTX', meaning: m}\n"
+        "evidence:\n  - {id: gpu, pattern: 'RTX', meaning: m}\n"
         "signatures:\n"
         "  - {id: a, code: X_Y, pattern: 'e', title: t, try: t, source: 'https://x', example: e, when: [gpus]}\n",
         encoding="utf-8",
     )
     with pytest.raises(ToolError) as err:
         load_knowledge_file(path)
-    assert "signature #1 (a): when: unknown evidence 'gpus'; known: gpu" in str(err.value)
+    assert "sigs.yaml:5: signatures[0].when[0]: unknown evidence 'gpus'; known: gpu" in str(
+        err.value
+    )
 
 
 def test_scan_log_keeps_line_order_and_gating():
@@ -193,12 +195,26 @@ def test_an_arch_list_that_includes_blackwell_is_not_blackwell_evidence():
 @pytest.mark.parametrize(
     ("evidence", "message"),
     [
-        ("  gpu: {pattern: '(', meaning: m}\n", "evidence 'gpu': pattern: not a valid regex"),
         (
-            "  gpu: {pattern: 'RTX'}\n",
-            "evidence 'gpu': expected exactly the fields 'pattern' and 'meaning'",
+            "  - {id: gpu, pattern: '(', meaning: m}\n",
+            "sigs.yaml:3: evidence[0].pattern: not a valid regex",
         ),
-        ("  GPU: {pattern: 'RTX', meaning: m}\n", "evidence 'GPU': names are lower_snake words"),
+        (
+            "  - {id: gpu, pattern: 'RTX'}\n",
+            "sigs.yaml:3: evidence[0].meaning: missing",
+        ),
+        (
+            "  - {id: gpu, pattern: 'RTX', meaning: m}\n  - {id: gpu, pattern: 'GTX', meaning: m}\n",
+            "sigs.yaml:4: evidence[1].id: 'gpu' is named twice",
+        ),
+        (
+            "  - {id: GPU, pattern: 'RTX', meaning: m}\n",
+            "sigs.yaml:3: evidence[0].id: 'GPU': evidence names are lower_snake words",
+        ),
+        (
+            "  gpu: {pattern: 'RTX', meaning: m}\n",
+            "sigs.yaml:2: evidence: expected a list of {id, pattern, meaning}",
+        ),
     ],
 )
 def test_malformed_evidence_names_file_and_entry(tmp_path, evidence, message):
