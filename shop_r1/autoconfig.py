@@ -220,6 +220,9 @@ def _choose_batch(
             loss_tokens=None if loss_tokens_per_row is None else loss_tokens_per_row * mb,
             attention="eager" if plan.attn_implementation == "eager" else "sdpa",
             fused_kernels=plan.liger_kernel,
+            # padding-free: worst case = mb x longest row, the padded shape (no OOM on
+            # any draw); sdpa given packed rows builds the dense block-diagonal mask
+            dense_packed_mask=plan.padding_free and plan.attn_implementation == "sdpa",
         ).total
 
     fixed_mb = cfg.micro_batch_size if cfg.micro_batch_size != "auto" else None

@@ -208,7 +208,9 @@ def packed_vs_unpacked(
     batch = DataCollatorForLanguageModeling(pad_token_id=0, padding_free=True)(examples)
     batch = {k: v.to(device) if hasattr(v, "to") else v for k, v in batch.items()}
     labels = batch.pop("labels")[0]
-    logits = model(**batch).logits[0]
+    # use_cache=False as TRL's compute_loss passes it: with a cache, transformers stops
+    # reading packed boundaries from position_ids (its sdpa/flex paths then mix examples)
+    logits = model(**batch, use_cache=False).logits[0]
     bounds = batch["cu_seq_lens_q"].tolist()
     packed_losses = [token_losses(logits[a:b], labels[a:b]) for a, b in itertools.pairwise(bounds)]
     torch.stack(packed_losses).sum().backward()
