@@ -10,6 +10,8 @@ Modes (each in its own child process, so peak memory does not mix):
   packed-bf16   auto-packed with pure bf16 weights (what auto picks at lr >= 1e-4)
   packed-mbN    auto-packed with micro batch N: the plan sizes micro batches for the
                 worst draw (N x the longest row); this shows what larger ones give
+                (suffix -nockpt: gradient checkpointing off, even where the plan says
+                the worst draw would not fit)
 
 Real tokens are the rows' own tokens; padded tokens are what the GPU computed. MFU
 (real) counts each row's model FLOPs, 6N + 12*L*d*len per token with len its own
@@ -43,7 +45,7 @@ def prepare(args: argparse.Namespace, folder: Path) -> dict[str, Any]:
     sessions = load_sessions(args.data)
     rows = sft_rows(sessions, context="full", max_tokens=None)
     random.Random(0).shuffle(rows)
-    need = args.global_batch * (args.steps + 4)
+    need = args.global_batch * (args.warmup + args.steps + 2)
     rows = [{"prompt": r["prompt"], "completion": r["completion"]} for r in rows[:need]]
     texts = [m["content"] for r in rows[:2000] for m in r["prompt"] + r["completion"]]
     tokenizer = train_tokenizer(texts, vocab_size=TOKENIZER_VOCAB)
@@ -225,7 +227,10 @@ def run_mode(mode: str, args: argparse.Namespace) -> dict[str, Any]:
         ),
         master_weights="bf16" if mode == "packed-bf16" else "auto",
         # packed-mbN: the micro batch set by hand, past the plan's worst-case bound
-        micro_batch_size=int(mode[len("packed-mb") :]) if mode.startswith("packed-mb") else "auto",
+        micro_batch_size=int(mode[len("packed-mb") :].split("-")[0])
+        if mode.startswith("packed-mb")
+        else "auto",
+        gradient_checkpointing="off" if mode.endswith("-nockpt") else "auto",
     )
     clock = StepClock(args.warmup, args.steps, profile_steps)
     plan = None
@@ -257,6 +262,7 @@ def run_mode(mode: str, args: argparse.Namespace) -> dict[str, Any]:
             grad_checkpointing=ckpt,
             chunked_loss=_compat.trl_has_fused_lm_head(),
             dtype="bf16" if cuda else "fp32",
+            explicit_mask=True,
         )
         planned = estimate_training_memory(
             shape, seq_len=seq_len, micro_batch=micro, **est_kw
@@ -293,7 +299,7 @@ def run_mode(mode: str, args: argparse.Namespace) -> dict[str, Any]:
             grad_checkpointing=plan.gradient_checkpointing,
             chunked_loss=plan.chunked_loss,
             fused_kernels=plan.liger_kernel,
-            dense_packed_mask=packed and plan.attn_implementation == "sdpa",
+            explicit_mask=plan.attn_implementation == "sdpa",
         )
         planned = plan.predicted_peak_bytes
     counter = BatchStats(trainer.data_collator)
@@ -315,9 +321,7 @@ def run_mode(mode: str, args: argparse.Namespace) -> dict[str, Any]:
     # memory predicted for the largest micro batch this run actually drew
     big = max(counter.batches, key=lambda b: b[1])
     if packed:
-        seen = estimate_training_memory(
-            shape, seq_len=big[1], micro_batch=1, tokens=big[1], **est_kw
-        ).total
+        seen = estimate_training_memory(shape, seq_len=big[1], micro_batch=1, **est_kw).total
     else:
         seen = estimate_training_memory(
             shape, seq_len=big[1] // micro, micro_batch=micro, **est_kw
@@ -420,6 +424,9 @@ def main(args: argparse.Namespace) -> None:
             else:
                 results.append(json.loads(line[len("@@result@@") :]))
                 print(json.dumps(results[-1]), file=sys.stderr, flush=True)
+            # the plan table (auto modes) and any traceback, for the log
+            plan_text = [x for x in proc.stderr.splitlines() if x[:1] in "┃│┏┡└" or "Error" in x]
+            print(f"--- {mode}\n" + "\n".join(plan_text[-40:]), file=sys.stderr, flush=True)
             if args.json_out:  # after every mode: a later crash keeps the earlier ones
                 Path(args.json_out).write_text(
                     json.dumps({"rows": stats, "results": results}, indent=2)

@@ -203,16 +203,19 @@ def _choose_batch(
     seq_len: int,
     loss_tokens_per_row: int | None,
     reserved: int,
+    explicit_mask: bool = False,
 ) -> None:
     """Largest micro batch that fits; gradient checkpointing only if nothing fits without it."""
     per_gpu = cfg.global_batch_size // cfg.num_processes
     budget = plan.memory_budget_bytes - reserved
 
     def estimate(mb: int, ckpt: bool) -> int:
+        # padding-free: one row of mb x the longest row, the worst draw (never an OOM)
+        rows, length = (1, mb * seq_len) if plan.padding_free else (mb, seq_len)
         return estimate_training_memory(
             shape,
-            seq_len=seq_len,
-            micro_batch=mb,
+            seq_len=length,
+            micro_batch=rows,
             dtype=plan.dtype,
             master_fp32=plan.master_weights == "fp32",
             grad_checkpointing=ckpt,
@@ -220,9 +223,8 @@ def _choose_batch(
             loss_tokens=None if loss_tokens_per_row is None else loss_tokens_per_row * mb,
             attention="eager" if plan.attn_implementation == "eager" else "sdpa",
             fused_kernels=plan.liger_kernel,
-            # padding-free: worst case = mb x longest row, the padded shape (no OOM on
-            # any draw); sdpa given packed rows builds the dense block-diagonal mask
-            dense_packed_mask=plan.padding_free and plan.attn_implementation == "sdpa",
+            # sdpa under a padding or block-diagonal mask keeps a bias per layer
+            explicit_mask=explicit_mask and plan.attn_implementation == "sdpa",
         ).total
 
     fixed_mb = cfg.micro_batch_size if cfg.micro_batch_size != "auto" else None
@@ -311,7 +313,16 @@ def decide(
         assert isinstance(cfg, SFTRunConfig)
         plan.seq_len = min(seq_len, cfg.max_length)
         _choose_packing(facts, cfg, cuda, plan)
-        _choose_batch(cfg, shape, plan, seq_len=plan.seq_len, loss_tokens_per_row=None, reserved=0)
+        # SFT rows differ in length: padded batches carry a padding mask
+        _choose_batch(
+            cfg,
+            shape,
+            plan,
+            seq_len=plan.seq_len,
+            loss_tokens_per_row=None,
+            reserved=0,
+            explicit_mask=plan.attn_implementation == "sdpa",
+        )
     return plan
 
 
