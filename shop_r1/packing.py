@@ -69,11 +69,19 @@ def _cu_seqlens_from_positions(position_ids: Any) -> Any:
     return torch.cat([starts, total]).to(torch.int32)
 
 
+@functools.lru_cache(maxsize=1)
+def _varlen_params() -> frozenset[str]:
+    """varlen_attn's keyword names (read once: this runs in every layer's forward)."""
+    from torch.nn.attention.varlen import varlen_attn
+
+    return frozenset(inspect.signature(varlen_attn).parameters)
+
+
 def _varlen_call(q: Any, k: Any, v: Any, cu: Any, max_len: int, scale: float | None) -> Any:
     """torch's varlen_attn on (tokens, heads, dim) tensors, causal, across torch versions."""
     from torch.nn.attention.varlen import varlen_attn
 
-    params = inspect.signature(varlen_attn).parameters
+    params = _varlen_params()
     kwargs: dict[str, Any] = {}
     if "scale" in params:
         kwargs["scale"] = scale
