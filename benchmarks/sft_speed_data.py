@@ -25,6 +25,7 @@ import argparse
 import json
 import os
 import random
+import shutil
 import subprocess
 import sys
 import tempfile
@@ -125,6 +126,10 @@ class StepClock:
 
         class _Cb(TrainerCallback):
             def on_step_end(self, args: Any, state: Any, control: Any, **kw: Any) -> None:
+                # no checkpoint: transformers saves at the last step whatever save_steps
+                # says, and a 1.5B checkpoint with optimizer state per mode filled the
+                # H100 machine's 64 GB disk
+                control.should_save = False
                 step = state.global_step
                 if step == clock.warmup:
                     clock._sync()
@@ -345,6 +350,7 @@ def run_mode(mode: str, args: argparse.Namespace) -> dict[str, Any]:
     if cuda:
         result["peak_allocated_gib"] = round(torch.cuda.max_memory_allocated() / 2**30, 2)
         result["peak_reserved_gib"] = round(torch.cuda.max_memory_reserved() / 2**30, 2)
+    shutil.rmtree(out_dir, ignore_errors=True)
     if clock.prof is not None:
         result["profile_ms_per_step"] = kernel_breakdown(
             clock.prof, profile_steps, seconds / args.steps
