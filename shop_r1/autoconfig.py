@@ -365,7 +365,11 @@ def _choose_packing(facts: Facts, cfg: SFTRunConfig, cuda: bool, plan: AutoPlan)
                 else d
                 for d in plan.decisions
             ]
-            why = f"{packing.NAME}: examples concatenated without padding, never attending across"
+            why = (
+                f"{packing.NAME}: examples concatenated without padding, never attending across"
+                " (0.5B on real rows, H100: 5.3x TRL defaults' real tokens/s; FlexAttention "
+                "compiled > 170 s)"
+            )
     elif not cuda:
         plan.padding_free = False
         why = "no CUDA GPU: the varlen attention kernels are GPU kernels"
