@@ -8,6 +8,9 @@ Modes (each in its own child process, so peak memory does not mix):
   packed-flex   padding-free through transformers' FlexAttention (document BlockMask)
   packed-sdpa   padding-free through plain sdpa (transformers' dense block-diagonal mask)
   packed-bf16   auto-packed with pure bf16 weights (what auto picks at lr >= 1e-4)
+  packed-bfd    padding-free with token-budget micro batches: TRL's best-fit-decreasing
+                bins of the largest token count the memory model fits, one bin per
+                forward (rows per optimizer step then vary around the global batch)
   packed-mbN    auto-packed with micro batch N: the plan sizes micro batches for the
                 worst draw (N x the longest row); this shows what larger ones give
                 (suffix -nockpt: gradient checkpointing off, even where the plan says
@@ -22,6 +25,7 @@ on the sessions themselves (Qwen's is not downloadable here): ~3.5 characters a 
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import json
 import os
 import random
@@ -226,10 +230,17 @@ def run_mode(mode: str, args: argparse.Namespace) -> dict[str, Any]:
         logging_steps=1,
         save_steps=10**6,
         learning_rate=2e-5,
-        packing={"auto-padded": "off", "packed-flex": "on", "packed-sdpa": "on"}.get(mode, "auto"),
-        attn_implementation={"packed-flex": "flex_attention", "packed-sdpa": "sdpa"}.get(
-            mode, "auto"
-        ),
+        packing={
+            "auto-padded": "off",
+            "packed-flex": "on",
+            "packed-sdpa": "on",
+            "packed-bfd": "on",
+        }.get(mode, "auto"),
+        attn_implementation={
+            "packed-flex": "flex_attention",
+            "packed-sdpa": "sdpa",
+            "packed-bfd": "sdpa_varlen",
+        }.get(mode, "auto"),
         master_weights="bf16" if mode == "packed-bf16" else "auto",
         # packed-mbN: the micro batch set by hand, past the plan's worst-case bound
         micro_batch_size=int(mode[len("packed-mb") :].split("-")[0])
@@ -286,16 +297,42 @@ def run_mode(mode: str, args: argparse.Namespace) -> dict[str, Any]:
             dtype=train_sft.torch_dtype(plan),
             attn_implementation=plan.attn_implementation,
         )
-        trainer = train_sft.make_trainer(
-            run_cfg, plan, dataset, model=model, tokenizer=tokenizer, callbacks=[clock.callback()]
-        )
-        micro, ga, packed = (
-            plan.micro_batch_size,
-            plan.gradient_accumulation_steps,
-            plan.padding_free,
-        )
+        bins = ""
+        if mode == "packed-bfd":
+            # token-budget micro batches: TRL's best-fit-decreasing bins of `capacity`
+            # tokens, one bin per forward; accumulation makes ~global_batch rows a step
+            capacity = _bfd_capacity(plan, shape, seq_len)
+            ga = max(round(args.global_batch * stats["mean"] / capacity), 1)
+            targs = dataclasses.replace(
+                train_sft.trl_config(run_cfg, plan),
+                packing=True,
+                packing_strategy="bfd",
+                max_length=capacity,
+                per_device_train_batch_size=1,
+                gradient_accumulation_steps=ga,
+            )
+            trainer = SFTTrainer(
+                model=model,
+                args=targs,
+                train_dataset=dataset,
+                processing_class=tokenizer,
+                callbacks=[clock.callback()],
+            )
+            micro, packed = 1, True
+            bins = f" bins of {capacity} tokens,"
+        else:
+            trainer = train_sft.make_trainer(
+                run_cfg,
+                plan,
+                dataset,
+                model=model,
+                tokenizer=tokenizer,
+                callbacks=[clock.callback()],
+            )
+            micro, ga = plan.micro_batch_size, plan.gradient_accumulation_steps
+            packed = plan.padding_free
         setup = (
-            f"{plan.attn_implementation}, {plan.master_weights} weights, mb {micro} x ga {ga},"
+            f"{plan.attn_implementation}, {plan.master_weights} weights, mb {micro} x ga {ga},{bins}"
             f" ckpt {plan.gradient_checkpointing}, padding_free {packed}, liger {plan.liger_kernel}"
         )
         est_kw = dict(
@@ -356,6 +393,28 @@ def run_mode(mode: str, args: argparse.Namespace) -> dict[str, Any]:
             clock.prof, profile_steps, seconds / args.steps
         )
     return result
+
+
+def _bfd_capacity(plan: Any, shape: Any, longest: int) -> int:
+    """The largest bin (a multiple of 4096 tokens, at least the longest row) whose
+    predicted peak fits the plan's memory budget without checkpointing."""
+    from shop_r1_doctor.memory import estimate_training_memory
+
+    best = longest
+    for capacity in range(4096, 262144 + 1, 4096):
+        need = estimate_training_memory(
+            shape,
+            seq_len=capacity,
+            micro_batch=1,
+            dtype=plan.dtype,
+            master_fp32=plan.master_weights == "fp32",
+            chunked_loss=plan.chunked_loss,
+            fused_kernels=plan.liger_kernel,
+        ).total
+        if need > plan.memory_budget_bytes:
+            break
+        best = max(best, capacity)
+    return best
 
 
 def check_packing(args: argparse.Namespace) -> list[dict[str, Any]]:
