@@ -6,6 +6,14 @@ runs in its own child process so peak-memory figures do not mix.
 
     python benchmarks/sft_speed.py --model-shape 0.5b --steps 12      # H100
     python benchmarks/sft_speed.py --model-shape tiny --steps 4       # CPU smoke test
+
+With `--data sessions.jsonl` (from `shop-r1 data synth`) it trains on the project's own
+rows instead: whole-session prompts and gold completions, chat template applied by TRL
+as `shop-r1 train sft` does, rows of every length. Tokens and MFU are then counted on
+real tokens only (the padded figure beside them is what the GPU computed); see
+`sft_speed_data.py` for the modes (TRL defaults, padded auto, packed auto, ...).
+
+    python benchmarks/sft_speed.py --data s.jsonl --model-shape 0.5b --global-batch 16
 """
 
 from __future__ import annotations
@@ -171,9 +179,20 @@ def main() -> None:
     ap.add_argument("--seq-len", type=int, default=None)
     ap.add_argument("--global-batch", type=int, default=8)
     ap.add_argument("--modes", default=",".join(MODES))
-    ap.add_argument("--one", choices=MODES, help=argparse.SUPPRESS)
+    ap.add_argument("--one", help=argparse.SUPPRESS)
     ap.add_argument("--json-out", default="", help="Also write the results as JSON here.")
+    ap.add_argument("--data", default="", help="Sessions JSONL: measure on real rows.")
+    ap.add_argument("--max-length", type=int, default=8192, help="(--data) token cap per row.")
+    ap.add_argument("--profile", action="store_true", help="(--data) kernel-time breakdown.")
+    ap.add_argument("--check-packing", action="store_true", help=argparse.SUPPRESS)
+    ap.add_argument("--prepared", default="", help=argparse.SUPPRESS)
     args = ap.parse_args()
+    if args.data or args.check_packing:
+        sys.path.insert(0, str(Path(__file__).parent))
+        import sft_speed_data
+
+        sft_speed_data.main(args)
+        return
     if args.seq_len is None:
         args.seq_len = 128 if args.model_shape == "tiny" else 2048
     args.warmup = min(args.warmup, args.steps - 1)

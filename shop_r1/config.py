@@ -23,7 +23,15 @@ import yaml
 from shop_r1_doctor.errors import ToolError
 
 Auto = Literal["auto"]
-AttnChoice = Literal["auto", "eager", "sdpa", "flash_attention_2", "flash_attention_3"]
+AttnChoice = Literal[
+    "auto",
+    "eager",
+    "sdpa",
+    "sdpa_varlen",
+    "flex_attention",
+    "flash_attention_2",
+    "flash_attention_3",
+]
 DtypeChoice = Literal["auto", "bf16", "fp16", "fp32"]
 Switch = Literal["auto", "on", "off"]
 
@@ -167,7 +175,9 @@ class SFTRunConfig(_RunConfig):
     num_train_epochs: float = _f(4.0, "Passes over the training rows (paper: 4).")
     max_length: int = _f(4096, "Truncate prompt + completion to this many tokens.")
     packing: Switch = _f(
-        "auto", "Padding-free batches (auto: on only with FlashAttention, which they need)."
+        "auto",
+        "Padding-free batches: rows concatenated, no padding tokens (auto: on with flash-attn or "
+        "torch >= 2.9 on an Ampere+ GPU, whose varlen kernels keep examples apart).",
     )
 
     def _check(self) -> list[str]:

@@ -10,6 +10,8 @@ from __future__ import annotations
 from collections.abc import Iterable
 from typing import Any
 
+from shop_r1 import packing
+
 # ChatML, the template Qwen2.5-Instruct uses, so prompts look like the real thing
 CHAT_TEMPLATE = (
     "{% for message in messages %}"
@@ -91,6 +93,8 @@ def model_from_config_dict(
     hf_config = AutoConfig.for_model(config["model_type"], **kwargs)
     torch.manual_seed(seed)
     extra = {"attn_implementation": attn_implementation} if attn_implementation else {}
+    if attn_implementation == packing.NAME:
+        packing.register()
     model = AutoModelForCausalLM.from_config(hf_config, dtype=dtype or torch.float32, **extra)
     return model
 

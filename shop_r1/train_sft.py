@@ -53,11 +53,45 @@ def trl_config(cfg: SFTRunConfig, plan: AutoPlan) -> Any:
 
     ours = {
         **common_training_kwargs(cfg, plan),
-        "max_length": cfg.max_length,
+        # TRL 1.16 refuses padding_free with a max_length unless it packs (it cannot
+        # enforce one then): rows are cut by `truncate_rows` after its preparation instead
+        "max_length": None if plan.padding_free else cfg.max_length,
         "padding_free": plan.padding_free,
         "completion_only_loss": True,
     }
     return SFTConfig(**{**ours, **cfg.trl_args})  # the user's TRL fields win
+
+
+def truncate_rows(dataset: Any, max_length: int) -> Any:
+    """What TRL does to prepared rows when it may truncate: keep the first `max_length`
+    tokens, drop rows left with no completion token to learn."""
+
+    def cut(example: dict[str, Any]) -> dict[str, Any]:
+        return {
+            "input_ids": example["input_ids"][:max_length],
+            "labels": example["labels"][:max_length],
+        }
+
+    dataset = dataset.map(cut)
+    return dataset.filter(lambda ex: any(label != -100 for label in ex["labels"]))
+
+
+def make_trainer(
+    cfg: SFTRunConfig, plan: AutoPlan, dataset: Any, *, model: Any, tokenizer: Any, **kw: Any
+) -> Any:
+    """TRL's SFTTrainer for the plan (the benchmark builds its trainers here too)."""
+    from trl import SFTTrainer
+
+    trainer = SFTTrainer(
+        model=model,
+        args=trl_config(cfg, plan),
+        train_dataset=dataset,
+        processing_class=tokenizer,
+        **kw,
+    )
+    if plan.padding_free:
+        trainer.train_dataset = truncate_rows(trainer.train_dataset, cfg.max_length)
+    return trainer
 
 
 def torch_dtype(plan: AutoPlan) -> Any:
@@ -68,6 +102,14 @@ def torch_dtype(plan: AutoPlan) -> Any:
     return {"bf16": torch.bfloat16, "fp16": torch.float16}.get(plan.dtype, torch.float32)
 
 
+def register_attention(attn_implementation: str) -> None:
+    """Our own attention functions must be known to transformers before a model loads."""
+    from shop_r1 import packing
+
+    if attn_implementation == packing.NAME:
+        packing.register()
+
+
 def load_model_and_tokenizer(model_id: str, plan: AutoPlan) -> tuple[Any, Any]:
     """Weights in the planned master dtype, the planned attention kernel."""
     from transformers import AutoModelForCausalLM, AutoTokenizer
@@ -75,6 +117,7 @@ def load_model_and_tokenizer(model_id: str, plan: AutoPlan) -> tuple[Any, Any]:
     tokenizer = AutoTokenizer.from_pretrained(model_id)
     if tokenizer.pad_token is None:
         tokenizer.pad_token = tokenizer.eos_token
+    register_attention(plan.attn_implementation)
     model = AutoModelForCausalLM.from_pretrained(
         model_id,
         attn_implementation=plan.attn_implementation,
@@ -97,7 +140,6 @@ def train(
     """Run SFT on conversational prompt/completion rows; save the final model; return
     the run summary (tokens/s, MFU, peak memory, first/last loss)."""
     from datasets import Dataset
-    from trl import SFTTrainer
 
     from shop_r1.callbacks import NonFiniteGradGuard, SummaryCallback
 
@@ -108,12 +150,8 @@ def train(
     dataset = Dataset.from_list(
         [{"prompt": r["prompt"], "completion": r["completion"]} for r in rows]
     )
-    trainer = SFTTrainer(
-        model=model,
-        args=trl_config(cfg, plan),
-        train_dataset=dataset,
-        processing_class=tokenizer,
-        callbacks=[summary, guard],
+    trainer = make_trainer(
+        cfg, plan, dataset, model=model, tokenizer=tokenizer, callbacks=[summary, guard]
     )
     trainer.train(resume_from_checkpoint=last_checkpoint(cfg.output_dir) if resume else None)
     trainer.save_model(cfg.output_dir)

@@ -120,3 +120,33 @@ def test_reasons_with_brackets_are_printed_verbatim():
     snap["imports"]["flash_attn"] = {"ok": False, "error": "OSError: [Errno 2] libcudart.so.12"}
     text = render_text(decide(snap, SFTRunConfig(), KNOWN_SHAPES["0.5b"], seq_len=1024))
     assert "[Errno 2]" in text and "'shop-r1[liger]'" in text
+
+
+def test_packing_without_flash_attn_uses_torchs_varlen_kernel():
+    """No flash-attn on a Hopper with torch 2.11: padding-free through `sdpa_varlen`, the
+    reason printed; torch older than 2.9 or a pre-Ampere GPU: padded sdpa."""
+    snap = _snap("h100")
+    for name in ("flash_attn", "flash_attn_interface"):
+        snap["imports"][name] = {"ok": False, "error": "ModuleNotFoundError: No module named x"}
+    plan = decide(snap, SFTRunConfig(), KNOWN_SHAPES["0.5b"], seq_len=3072)
+    assert plan.attn_implementation == "sdpa_varlen" and plan.padding_free is True
+    reasons = {d.setting: d.reason for d in plan.decisions}
+    assert "varlen flash kernel" in reasons["attn_implementation"]
+    assert "flash_attn import fails" in reasons["attn_implementation"]
+    assert [d.setting for d in plan.decisions].count("attn_implementation") == 1
+
+    old = json.loads(json.dumps(snap))
+    old["torch"]["version"] = "2.8.0+cu128"
+    plan = decide(old, SFTRunConfig(), KNOWN_SHAPES["0.5b"], seq_len=3072)
+    assert plan.attn_implementation == "sdpa" and plan.padding_free is False
+
+    plan = decide(_snap("t4"), SFTRunConfig(), KNOWN_SHAPES["0.5b"], seq_len=3072)
+    assert plan.attn_implementation == "sdpa" and plan.padding_free is False
+
+    # sdpa asked for by name: padded (packing would get the dense block-diagonal mask)
+    plan = decide(
+        snap, SFTRunConfig(attn_implementation="sdpa"), KNOWN_SHAPES["0.5b"], seq_len=3072
+    )
+    assert plan.attn_implementation == "sdpa" and plan.padding_free is False
+    # GRPO keeps padded batches
+    assert decide(snap, GRPORunConfig(), KNOWN_SHAPES["0.5b"], seq_len=512).padding_free is False
