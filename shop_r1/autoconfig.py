@@ -12,6 +12,7 @@ from typing import Any
 
 from shop_r1.config import GRPORunConfig, SFTRunConfig, _RunConfig
 from shop_r1_doctor.facts import Facts, parse_version
+from shop_r1_doctor.knowledge import grpo_vllm_speedup
 from shop_r1_doctor.memory import (
     GIB,
     ModelShape,
@@ -333,12 +334,14 @@ def _decide_grpo(
 ) -> None:
     n_gpus = int((facts.torch or {}).get("device_count") or len(facts.gpus)) if cuda else 0
     vllm_ok = facts.import_ok("vllm")
+    if vllm_ok and facts.import_ok("vllm._custom_ops") is False:
+        vllm_ok = False  # the package imports but its compiled kernels do not load
     if cfg.use_vllm != "auto":
         plan.use_vllm, why = cfg.use_vllm == "on", "set in the config"
     elif not cuda:
         plan.use_vllm, why = False, "no CUDA GPU: transformers generate()"
     elif vllm_ok:
-        plan.use_vllm, why = True, "vLLM imports: ~8-15x faster rollouts than generate()"
+        plan.use_vllm, why = True, f"vLLM imports: {grpo_vllm_speedup()} over generate()"
     elif facts.installed("vllm") is False or vllm_ok is None:
         plan.use_vllm, why = False, "vLLM is not installed: transformers generate() (slower)"
     else:

@@ -80,11 +80,17 @@ def longest_row_tokens(rows: list[dict[str, Any]], tokenizer: Any, sample: int =
     return longest
 
 
-def live_snapshot() -> dict[str, Any]:
-    """The doctor's full snapshot (torch facts cached; risky imports in children)."""
+def live_snapshot(cfg: _RunConfig | None = None) -> dict[str, Any]:
+    """The doctor's full snapshot (torch facts cached; risky imports in children).
+
+    Liger's import (~19 s on the H100) is asked for only when the plan may use it: SFT
+    with liger_kernel auto or on (auto-configuration turns it on when it imports)."""
     from shop_r1_doctor.probes.collect import collect_snapshot
 
-    return collect_snapshot(fast=False, timeout=60.0)
+    want = ()
+    if isinstance(cfg, SFTRunConfig) and cfg.liger_kernel != "off":
+        want = ("liger_kernel",)
+    return collect_snapshot(fast=False, timeout=60.0, want_imports=want)
 
 
 def plan_section(cfg: _RunConfig, plan: AutoPlan, shape: ModelShape, n_rows: int) -> dict[str, Any]:
@@ -95,6 +101,8 @@ def plan_section(cfg: _RunConfig, plan: AutoPlan, shape: ModelShape, n_rows: int
         "model_params": shape.params,
         # the full shape, so the doctor's memory checks need not guess it from params
         "model_shape": dataclasses.asdict(shape),
+        # the plan's own peak (memory.estimate_training_memory): the colocate check uses it
+        "predicted_peak_bytes": plan.predicted_peak_bytes,
         "attn_implementation": plan.attn_implementation,
         "bf16": plan.dtype == "bf16",
         "fp16": plan.dtype == "fp16",
@@ -183,7 +191,7 @@ def prepare(
 
             tokenizer_loader = AutoTokenizer.from_pretrained
         seq_len = max(longest_row_tokens(train_rows, tokenizer_loader(cfg.model)), 16)
-    snapshot = dict(snapshot if snapshot is not None else live_snapshot())
+    snapshot = dict(snapshot if snapshot is not None else live_snapshot(cfg))
     from shop_r1._compat import trl_has_fused_lm_head
 
     plan = decide(snapshot, cfg, shape, seq_len=seq_len, trl_fused_lm_head=trl_has_fused_lm_head())

@@ -21,6 +21,13 @@ PLAN_FIELDS: dict[str, tuple[tuple[type, ...], tuple[Any, ...] | None, str]] = {
     "task": ((str,), ("sft", "grpo"), "sft or grpo"),
     "model": ((str,), None, "model id or path"),
     "model_params": ((int,), None, "parameter count (when the model is not known offline)"),
+    "model_shape": (
+        (dict,),
+        None,
+        "the model's shape (params, layers, hidden, heads, kv_heads, intermediate, vocab, "
+        "tied_embeddings[, head_dim]) as `shop-r1 train` reads it from config.json",
+    ),
+    "predicted_peak_bytes": ((int,), None, "the trainer's predicted peak GPU memory per GPU"),
     "attn_implementation": ((str,), None, "flash_attention_2, sdpa, eager, ..."),
     "bf16": ((bool,), None, "train in bf16"),
     "fp16": ((bool,), None, "train in fp16"),

@@ -29,15 +29,32 @@ VLLM_SERVE_UTIL = 0.9  # `trl vllm-serve --gpu_memory_utilization` default
 DEFAULT_SEQ = 1024
 
 
-def _setup(facts: Facts) -> tuple[Any, dict[str, Any], int] | None:
-    """(model shape, training settings, smallest visible GPU memory) or None if unknown."""
-    params = plan_int(facts, "model_params")
-    gpus = [g for g in visible_gpus(facts) if isinstance(g.get("memory_total_bytes"), int)]
-    if not params or not gpus or plan_bool(facts, "use_peft") is True:
-        return None
+def plan_shape(facts: Facts) -> Any:
+    """The plan's model shape: its `model_shape` (the trainer writes the real one, read from
+    the model's config.json) or, for a hand-written plan with only `model_params`, the
+    nearest known shape. Guessing from the count when the shape is known called a 1.4M-
+    parameter model with a 0.5B model's layers "146 GiB"."""
     from shop_r1_doctor import memory
 
-    shape = dataclasses.replace(memory.shape_for_params(params), params=params)
+    given = facts.plan.get("model_shape")
+    if isinstance(given, dict):
+        fields = {f.name for f in dataclasses.fields(memory.ModelShape)}
+        try:
+            return memory.ModelShape(**{k: v for k, v in given.items() if k in fields})
+        except TypeError:
+            pass  # an incomplete shape: fall back to the guess below
+    params = plan_int(facts, "model_params")
+    if not params:
+        return None
+    return dataclasses.replace(memory.shape_for_params(params), params=params)
+
+
+def _setup(facts: Facts) -> tuple[Any, dict[str, Any], int] | None:
+    """(model shape, training settings, smallest visible GPU memory) or None if unknown."""
+    gpus = [g for g in visible_gpus(facts) if isinstance(g.get("memory_total_bytes"), int)]
+    shape = plan_shape(facts)
+    if shape is None or not gpus or plan_bool(facts, "use_peft") is True:
+        return None
     shards = plan_int(facts, "num_processes") or 1 if plan_bool(facts, "fsdp") else 1
     settings = {
         "seq_len": plan_int(facts, "max_length") or DEFAULT_SEQ,
@@ -116,7 +133,12 @@ def colocate_budget(facts: Facts) -> Iterator[Finding]:
 
     shape, settings, total = setup
     util = plan_float(facts, "vllm_gpu_memory_utilization") or TRL_COLOCATE_UTIL
-    train = memory.estimate_training_memory(shape, **settings).total
+    # One memory model: the trainer's plan already predicted its peak with
+    # memory.estimate_training_memory (the exact loss tokens and attention it will use);
+    # re-estimating here from fewer settings gave a second, different figure.
+    train = plan_int(facts, "predicted_peak_bytes") or (
+        memory.estimate_training_memory(shape, **settings).total
+    )
     if util * total + train <= total:
         return
     fits = int((total - train) / total * 20) / 20  # round down to 0.05
@@ -150,7 +172,7 @@ def kv_cache(facts: Facts) -> Iterator[Finding]:
         VLLM_SERVE_UTIL if server else TRL_COLOCATE_UTIL
     )
     tp = plan_int(facts, "vllm_tensor_parallel_size") or 1
-    shape = dataclasses.replace(memory.shape_for_params(params), params=params)
+    shape = plan_shape(facts)
     seq = plan_int(facts, "max_length") or DEFAULT_SEQ
     # weights and KV cache split across tensor-parallel ranks
     need = (

@@ -38,7 +38,11 @@ def run_doctor(
 
         deps = ProbeDeps(output_dir=plan.get("output_dir") if plan else None)
         # The checks' knowledge (YAML) loads while the torch child runs.
-        snapshot = collect_snapshot(fast=fast, deps=deps, timeout=timeout, on_started=warm_up)
+        # Optional kernels are imported only when the plan uses them (probes/imports.py).
+        want = ("liger_kernel",) if plan and plan.get("use_liger_kernel") is True else ()
+        snapshot = collect_snapshot(
+            fast=fast, deps=deps, timeout=timeout, on_started=warm_up, want_imports=want
+        )
     if plan is not None:
         snapshot["plan"] = plan
     if save is not None:

@@ -11,6 +11,7 @@ from dataclasses import dataclass, field
 from typing import Any, Literal
 
 from shop_r1_doctor.errors import ToolError
+from shop_r1_doctor.knowledge import grpo_vllm_speedup
 from shop_r1_doctor.profiles.model import Profile
 
 Task = Literal["sft", "grpo", "eval", "vllm-server"]
@@ -86,7 +87,9 @@ def plan_launch(req: LaunchRequest) -> LaunchPlan:
         if not vllm:
             generation = "transformers"
             why = "vLLM is not installed" if p.vllm is not None else f"profile {p.name} has no vLLM"
-            decisions.append(f"GRPO generation by transformers: {why} (8-15x slower rollouts)")
+            decisions.append(
+                f"GRPO generation by transformers: {why} (vLLM: {grpo_vllm_speedup()})"
+            )
         elif req.gpus <= 1 or req.nodes > 1:
             generation = "vllm-colocate"
             why = (

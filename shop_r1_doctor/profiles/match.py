@@ -14,6 +14,7 @@ from packaging.version import Version
 
 from shop_r1_doctor.facts import Facts, cc_tuple, parse_version
 from shop_r1_doctor.findings import Finding, Severity
+from shop_r1_doctor.knowledge import grpo_vllm_speedup
 from shop_r1_doctor.profiles.check import arch_covers, parse_arch_list
 from shop_r1_doctor.profiles.model import Profile, load_profiles
 
@@ -116,7 +117,7 @@ def deviations(facts: Facts, profile: Profile) -> list[Finding]:
                 "info",
                 f"vLLM not installed where profile {profile.name} says {profile.vllm}",
                 vllm_cmd,
-                "GRPO then generates with transformers (slower, roughly 8-15x).",
+                f"GRPO then generates with transformers (vLLM: {grpo_vllm_speedup()}).",
             )
         elif have is not None and Version(have.public) != profile.vllm:
             add(

@@ -38,11 +38,16 @@ def platform_headline(snap: dict[str, Any]) -> str:
     py = _d(host, "python")
     wsl = f"WSL{host['wsl']}" if host.get("wsl") else ""
     container = f"in {host['container']}" if host.get("container") else ""
+    virt = host.get("virtualization")
+    vm = ("VM" if virt == "vm" else f"{virt} VM") if virt else ""
+    image = f"image built by {host['image_built_by']}" if host.get("image_built_by") else ""
     system = host.get("os_release") or host.get("os") or "?"
     return "System: " + _join(
         f"{system} {host.get('arch') or ''}".strip(),
         wsl,
         container,
+        vm,
+        image,
         f"{host['cpu_count']} CPUs" if host.get("cpu_count") else "",
         f"{_gib(host.get('ram_bytes'))} RAM" if host.get("ram_bytes") else "",
         f"Python {py.get('version')}" if py.get("version") else "",
@@ -237,7 +242,7 @@ def vllm_headline(snap: dict[str, Any]) -> str:
 
 
 def vllm_facts(snap: dict[str, Any]) -> list[str]:
-    return _import_line(snap, "vllm") + _import_line(snap, "vllm._C")
+    return _import_line(snap, "vllm") + _import_line(snap, "vllm._custom_ops")
 
 
 def ray_headline(snap: dict[str, Any]) -> str:
