@@ -83,13 +83,16 @@ def longest_row_tokens(rows: list[dict[str, Any]], tokenizer: Any, sample: int =
 def live_snapshot(cfg: _RunConfig | None = None) -> dict[str, Any]:
     """The doctor's full snapshot (torch facts cached; risky imports in children).
 
-    Liger's import (~19 s on the H100) is asked for only when the plan may use it: SFT
-    with liger_kernel auto or on (auto-configuration turns it on when it imports)."""
+    Liger's import (~19 s on the H100) and vLLM's (~16 s) are asked for only when the plan
+    may use them: SFT with liger_kernel auto/on, GRPO with use_vllm auto/on
+    (auto-configuration turns them on when they import)."""
     from shop_r1_doctor.probes.collect import collect_snapshot
 
-    want = ()
+    want: tuple[str, ...] = ()
     if isinstance(cfg, SFTRunConfig) and cfg.liger_kernel != "off":
         want = ("liger_kernel",)
+    if isinstance(cfg, GRPORunConfig) and cfg.use_vllm != "off":
+        want = ("vllm",)  # use_vllm auto chooses vLLM only when it imports
     return collect_snapshot(fast=False, timeout=60.0, want_imports=want)
 
 

@@ -39,7 +39,8 @@ def run_doctor(
         deps = ProbeDeps(output_dir=plan.get("output_dir") if plan else None)
         # The checks' knowledge (YAML) loads while the torch child runs.
         # Optional kernels are imported only when the plan uses them (probes/imports.py).
-        want = ("liger_kernel",) if plan and plan.get("use_liger_kernel") is True else ()
+        uses = {"liger_kernel": "use_liger_kernel", "vllm": "use_vllm"}
+        want = [key for key, flag in uses.items() if plan and plan.get(flag) is True]
         snapshot = collect_snapshot(
             fast=fast, deps=deps, timeout=timeout, on_started=warm_up, want_imports=want
         )

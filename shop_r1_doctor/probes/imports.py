@@ -33,9 +33,9 @@ from shop_r1_doctor.redact import redact_text
 class ImportGroup:
     """`modules` are imported in order in one child; the first names the package.
 
-    `on_demand` groups are optional kernels whose import costs more than the doctor's
+    `on_demand` groups are optional packages whose import costs more than the doctor's
     whole budget (`liger_kernel.transformers` pulls in triton and transformers: ~19 s on
-    the H100 with the full stack, past the 20 s probe limit). They are imported only when
+    the H100 with the full stack, past the 20 s probe limit; `vllm` + its kernels ~16 s). They are imported only when
     the caller asks (the plan uses them), and their answer is cached on what could change
     it, like the torch facts; otherwise the package metadata is all the doctor reads.
     """
@@ -49,7 +49,8 @@ class ImportGroup:
 GROUPS = (
     ImportGroup("flash_attn", ("flash_attn", "flash_attn_2_cuda")),
     ImportGroup("flash_attn_interface", ("flash_attn_interface",)),  # FlashAttention-3
-    ImportGroup("vllm", ("vllm", "vllm._custom_ops")),
+    # vLLM's import took ~16 s on the H100: on demand too (the plan uses vLLM)
+    ImportGroup("vllm", ("vllm", "vllm._custom_ops"), on_demand=True, dist="vllm"),
     ImportGroup("deepspeed", ("deepspeed",)),
     ImportGroup("apex", ("apex", "amp_C", "fused_weight_gradient_mlp_cuda")),
     # what transformers imports for `use_liger_kernel` (pulls in triton and transformers)

@@ -208,6 +208,8 @@ def _import_line(snap: dict[str, Any], module: str) -> list[str]:
     rec = _d(snap, "imports").get(module)
     if not isinstance(rec, dict):
         return []
+    if rec.get("ok") is None:
+        return [f"import {module}: not checked ({rec.get('checked') or 'skipped'})"]
     return [f"import {module}: " + ("ok" if rec.get("ok") else f"failed: {rec.get('error')}")]
 
 
@@ -219,6 +221,8 @@ def _import_state(snap: dict[str, Any], dist: str, module: str, label: str) -> s
         return f"{label}: not installed"
     version = f" {pkg['version']}" if isinstance(pkg, dict) and pkg.get("version") else ""
     if isinstance(rec, dict):
+        if rec.get("ok") is None:  # an on-demand import the plan did not ask for
+            return f"{label}{version}: installed, import not checked (not in the plan)"
         state = "imports fine" if rec.get("ok") else "import fails"
         return f"{label}{version}: {state}"
     if module in imports and rec is None:
@@ -238,7 +242,11 @@ def flash_attn_facts(snap: dict[str, Any]) -> list[str]:
 
 
 def vllm_headline(snap: dict[str, Any]) -> str:
-    return _import_state(snap, "vllm", "vllm", "vLLM")
+    state = _import_state(snap, "vllm", "vllm", "vLLM")
+    kernels = _d(snap, "imports").get("vllm._custom_ops")
+    if state.endswith("imports fine") and isinstance(kernels, dict) and kernels.get("ok") is False:
+        return state.replace("imports fine", "imports, but its compiled kernels do not load")
+    return state
 
 
 def vllm_facts(snap: dict[str, Any]) -> list[str]:

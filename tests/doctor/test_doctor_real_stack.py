@@ -173,3 +173,23 @@ def test_speed_hints_quote_the_measured_figure():
     assert f"{m['step_speedup']:g}x per GRPO step" in hint
     assert f"{m['rollout_speedup']:g}x per rollout" in hint
     assert "8-15" not in hint
+
+
+def test_vllm_import_is_on_demand_and_cached(tmp_path):
+    """vLLM's import took ~16 s on the H100: imported only when the plan uses vLLM (train
+    grpo with use_vllm auto/on, doctor --plan with use_vllm), its answer then cached."""
+    deps = make_deps(
+        tmp_path, extra_path=(str(FAKEPKGS / "vllm_0_26"),), dists=dists(vllm="0.26.0")
+    )
+    plain = collect_snapshot(deps=deps, timeout=20)
+    assert plain["imports"]["vllm"]["ok"] is None
+    assert plain["probes"]["imports.vllm"]["status"] == "skipped"
+    from shop_r1_doctor.render.facts_text import vllm_headline
+
+    assert "not checked" in vllm_headline(plain)
+    wanted = collect_snapshot(deps=deps, timeout=20, want_imports=("vllm",))
+    assert wanted["imports"]["vllm._custom_ops"]["ok"] is True
+    assert "imports fine" in vllm_headline(wanted)
+    again = collect_snapshot(deps=deps, timeout=20)
+    assert again["imports"]["vllm._custom_ops"]["ok"] is True
+    assert again["probes"]["imports.vllm"]["detail"] == "cached"
