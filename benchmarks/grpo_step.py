@@ -3,18 +3,25 @@
 A random-init model with the REAL Qwen2.5 config (no download), synthetic Shop-R1
 sessions turned into RL rows by `shop_r1.data`, the plan from `shop_r1.autoconfig`, the
 real Shop-R1 reward functions, and TRL's `GRPOTrainer` generating with transformers
-(`use_vllm: off`; vLLM is not installed on the benchmark machine).
+(`--generation transformers`) or with vLLM colocated on the same GPU
+(`--generation vllm`: `use_vllm: on`, `vllm_mode: colocate`, the plan's memory share).
+`--generation vllm,transformers` runs both, one child process each (vLLM keeps its
+memory for the life of the process), and prints them side by side with the ratio.
 
-How the time is split, without touching TRL: the policy is loaded as a subclass of its
-own model class whose `generate` is timed (TRL calls `model.generate` for every rollout
-on the transformers path), and a TrainerCallback times each optimizer step
-(`on_step_begin` -> `on_step_end`, CUDA-synchronised). rest = step - generate: reward
-functions, old/reference log-probs, forward/backward and the optimizer step.
+How the time is split, without touching TRL: on the transformers path the policy is
+loaded as a subclass of its own model class whose `generate` is timed (TRL calls
+`model.generate` for every rollout); on the vLLM path TRL's `VLLMGeneration.generate`
+and `sync_weights` (the weight push into vLLM before each rollout) are timed on the
+trainer's instance. A TrainerCallback times each optimizer step (`on_step_begin` ->
+`on_step_end`, CUDA-synchronised). rest = step - rollout: reward functions,
+old/reference log-probs, forward/backward and the optimizer step.
 
 A random-init model rarely samples EOS, so every completion runs to
-max_completion_length: the rollout figures are the worst case for that length.
+max_completion_length: the rollout figures are the worst case for that length. Its
+vocabulary (151,936 ids) is larger than the benchmark's tokenizer (4,000), so vLLM is
+asked not to detokenize (ids past the tokenizer decode to nothing, as in transformers).
 
-    python benchmarks/grpo_step.py --model-shape 0.5b --steps 5      # H100
+    python benchmarks/grpo_step.py --model-shape 0.5b --steps 5 --generation vllm,transformers
     python benchmarks/grpo_step.py --model-shape tiny --steps 3      # CPU smoke test
 """
 
@@ -22,7 +29,9 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import statistics
+import subprocess
 import sys
 import tempfile
 import time
@@ -60,6 +69,49 @@ def timed_generate_class(base: type) -> type:
     return TimedGenerate
 
 
+def time_vllm_generation(trainer: Any, model: Any) -> None:
+    """Record TRL's vLLM rollouts (and weight syncs) where the StepTimer reads them."""
+    vg = trainer.vllm_generation
+    generate, sync = vg.generate, vg.sync_weights
+
+    def timed_generate(*args: Any, **kwargs: Any) -> Any:
+        _sync()
+        start = time.perf_counter()
+        out = generate(*args, **kwargs)
+        _sync()
+        completions = out[1]
+        tokens = sum(len(c) for c in completions)
+        # (seconds, sequences, tokens per sequence): the StepTimer multiplies the last two
+        n = max(len(completions), 1)
+        model.__dict__.setdefault("rollouts", []).append(
+            (time.perf_counter() - start, n, tokens / n)
+        )
+        return out
+
+    def timed_sync(*args: Any, **kwargs: Any) -> Any:
+        _sync()
+        start = time.perf_counter()
+        out = sync(*args, **kwargs)
+        _sync()
+        model.__dict__.setdefault("syncs", []).append(time.perf_counter() - start)
+        return out
+
+    vg.generate, vg.sync_weights = timed_generate, timed_sync
+
+
+def no_detokenize() -> None:
+    """vLLM must not detokenize ids past the small benchmark tokenizer (see the docstring)."""
+    import trl.generation.vllm_generation as vgen
+
+    base = vgen.SamplingParams
+
+    def sampling_params(*args: Any, **kwargs: Any) -> Any:
+        kwargs["detokenize"] = False
+        return base(*args, **kwargs)
+
+    vgen.SamplingParams = sampling_params  # type: ignore[assignment]
+
+
 def step_timer(model: Any) -> Any:
     """A TrainerCallback recording, per optimizer step, total and generate seconds."""
     from transformers import TrainerCallback
@@ -74,6 +126,7 @@ def step_timer(model: Any) -> Any:
             _sync()
             self._start = time.perf_counter()
             self._seen = len(model.__dict__.get("rollouts", []))
+            self._synced = len(model.__dict__.get("syncs", []))
 
         def on_step_end(self, args: Any, state: Any, control: Any, **kw: Any) -> None:
             _sync()
@@ -81,8 +134,16 @@ def step_timer(model: Any) -> Any:
             calls = model.__dict__.get("rollouts", [])[self._seen :]
             gen = sum(c[0] for c in calls)
             tokens = sum(c[1] * c[2] for c in calls)
+            sync = sum(model.__dict__.get("syncs", [])[self._synced :])
+            # rollout = generation + the weight push that precedes it (vLLM only)
             self.steps.append(
-                {"step_s": total, "generate_s": gen, "rest_s": total - gen, "gen_tokens": tokens}
+                {
+                    "step_s": total,
+                    "generate_s": gen + sync,
+                    "sync_s": sync,
+                    "rest_s": total - gen - sync,
+                    "gen_tokens": tokens,
+                }
             )
 
     return StepTimer()
@@ -128,7 +189,8 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
         max_completion_length=args.max_completion_length,
         max_prompt_tokens=args.prompt_tokens,
         beta=args.beta,
-        use_vllm="off",
+        use_vllm="on" if args.generation == "vllm" else "off",
+        vllm_mode="colocate",
         report_to="none",
         logging_steps=1,
         save_steps=10**6,
@@ -149,6 +211,7 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
         eos_token_id=tokenizer.eos_token_id, pad_token_id=tokenizer.pad_token_id
     )
     init.save_pretrained(cfg.model)
+    tokenizer.save_pretrained(cfg.model)  # vLLM loads the tokenizer from the model folder
     model = timed_generate_class(type(init)).from_pretrained(
         cfg.model,
         attn_implementation=plan.attn_implementation,
@@ -175,15 +238,22 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
         ],
     )
     _compat.guard_padded_logps(trainer)  # as train_grpo.train does
+    if plan.use_vllm:
+        time_vllm_generation(trainer, model)
     if cuda:
         torch.cuda.reset_peak_memory_stats()
+    started = time.perf_counter()
     trainer.train()
+    train_wall = time.perf_counter() - started
     timed = timer.steps[args.warmup :]
     step_s = sum(s["step_s"] for s in timed)
     gen_s = sum(s["generate_s"] for s in timed)
     return {
+        "generation": "vllm colocate" if plan.use_vllm else "transformers",
         "model_shape": args.model_shape,
         "device": gpu_name or "cpu",
+        "setup_s": round(started - args.t0, 1),
+        "train_wall_s": round(train_wall, 1),
         "plan": {
             "attn_implementation": plan.attn_implementation,
             "dtype": plan.dtype,
@@ -192,6 +262,8 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
             "gradient_accumulation_steps": plan.gradient_accumulation_steps,
             "gradient_checkpointing": plan.gradient_checkpointing,
             "generation_batch_size": plan.generation_batch_size,
+            "use_vllm": plan.use_vllm,
+            "vllm_gpu_memory_utilization": plan.vllm_gpu_memory_utilization,
         },
         "global_batch": args.global_batch,
         "num_generations": args.num_generations,
@@ -203,6 +275,7 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
         "mean_step_s": step_s / len(timed),
         "median_step_s": statistics.median(s["step_s"] for s in timed),
         "mean_generate_s": gen_s / len(timed),
+        "mean_sync_s": sum(s.get("sync_s", 0.0) for s in timed) / len(timed),
         "rollout_share": gen_s / step_s,
         "gen_tokens_per_s": sum(s["gen_tokens"] for s in timed) / gen_s if gen_s else None,
         "train_tokens_per_s": summary.summary.get("tokens_per_s"),
@@ -220,9 +293,13 @@ def print_table(r: dict[str, Any]) -> None:
         f"plan: {p['attn_implementation']}, {p['dtype']} ({p['master_weights']} weights), "
         f"mb {p['micro_batch_size']} x ga {p['gradient_accumulation_steps']}, ckpt "
         f"{p['gradient_checkpointing']}, generation batch {p['generation_batch_size']}, "
-        "transformers generate()"
+        + (
+            f"vLLM colocate (gpu_memory_utilization {p['vllm_gpu_memory_utilization']})"
+            if p.get("use_vllm")
+            else "transformers generate()"
+        )
     )
-    head = f"{'step':<12} {'step s':>8} {'generate s':>11} {'rest s':>8} {'rollout':>8} {'gen tok/s':>10}"
+    head = f"{'step':<12} {'step s':>8} {'rollout s':>11} {'rest s':>8} {'rollout':>8} {'gen tok/s':>10}"
     print(head + "\n" + "-" * len(head))
     for i, s in enumerate(r["steps"], start=1):
         label = f"{i}{' (warm-up)' if i <= r['warmup_steps'] else ''}"
@@ -246,7 +323,53 @@ def print_table(r: dict[str, Any]) -> None:
     )
 
 
+def print_comparison(results: list[dict[str, Any]]) -> None:
+    """Side by side: per-step means and the speed-up of each backend over the first slower one."""
+    print("\nGRPO step, side by side (same shapes, same process layout, one child each):")
+    head = (
+        f"{'generation':<16} {'step s':>8} {'rollout s':>10} {'sync s':>7} {'rest s':>7} "
+        f"{'rollout %':>9} {'gen tok/s':>10} {'peak GiB':>9} {'setup s':>8}"
+    )
+    print(head + "\n" + "-" * len(head))
+    for r in results:
+        print(
+            f"{r['generation']:<16} {r['mean_step_s']:>8.2f} {r['mean_generate_s']:>10.2f} "
+            f"{r.get('mean_sync_s', 0):>7.2f} {r['mean_step_s'] - r['mean_generate_s']:>7.2f} "
+            f"{r['rollout_share']:>9.1%} {r['gen_tokens_per_s'] or 0:>10,.0f} "
+            f"{r['peak_memory_gib'] if r['peak_memory_gib'] is not None else 'n/a':>9} "
+            f"{r.get('setup_s', 0):>8.1f}"
+        )
+    slow = max(results, key=lambda r: r["mean_step_s"])
+    for r in results:
+        if r is not slow:
+            print(
+                f"{r['generation']}: {slow['mean_step_s'] / r['mean_step_s']:.2f}x per step, "
+                f"{slow['mean_generate_s'] / max(r['mean_generate_s'], 1e-9):.2f}x per rollout "
+                f"vs {slow['generation']}"
+            )
+
+
+def run_several(args: argparse.Namespace, backends: list[str]) -> list[dict[str, Any]]:
+    """Each backend in its own child (vLLM holds its GPU share until the process ends)."""
+    results = []
+    for backend in backends:
+        out = Path(tempfile.mkdtemp(prefix="grpo_step_cmp_")) / f"{backend}.json"
+        cmd = [sys.executable, __file__, "--generation", backend, "--json-out", str(out)]
+        for name in ("model_shape", "steps", "warmup", "global_batch", "num_generations"):
+            cmd += [f"--{name.replace('_', '-')}", str(getattr(args, name))]
+        cmd += ["--max-completion-length", str(args.max_completion_length)]
+        cmd += ["--prompt-tokens", str(args.prompt_tokens), "--beta", str(args.beta)]
+        print(f"\n=== {backend}: {' '.join(cmd[1:])}", flush=True)
+        proc = subprocess.run(cmd, env=os.environ.copy(), check=False)
+        if proc.returncode != 0 or not out.is_file():
+            print(f"=== {backend}: FAILED (exit {proc.returncode})", flush=True)
+            continue
+        results.append(json.loads(out.read_text(encoding="utf-8")))
+    return results
+
+
 def main() -> None:
+    t0 = time.perf_counter()
     ap = argparse.ArgumentParser(
         description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
     )
@@ -259,7 +382,16 @@ def main() -> None:
     ap.add_argument("--prompt-tokens", type=int, default=None, help="max_prompt_tokens.")
     ap.add_argument("--beta", type=float, default=0.001, help="KL coefficient (0: no ref model).")
     ap.add_argument("--json-out", default="", help="Also write the results as JSON here.")
+    ap.add_argument(
+        "--generation",
+        default="transformers",
+        help="transformers, vllm (colocated), or both comma-separated: run side by side",
+    )
     args = ap.parse_args()
+    args.t0 = t0
+    backends = [b.strip() for b in args.generation.split(",") if b.strip()]
+    if not backends or set(backends) - {"transformers", "vllm"}:
+        ap.error("--generation: transformers, vllm, or both comma-separated")
     tiny = args.model_shape == "tiny"
     # paper-shaped defaults on a GPU (64 = 8 prompts x 8); a seconds-long smoke run on CPU
     for name, gpu, cpu in [
@@ -272,6 +404,20 @@ def main() -> None:
             setattr(args, name, cpu if tiny else gpu)
     if args.steps <= args.warmup:
         ap.error(f"--steps must exceed --warmup ({args.warmup}) to time anything")
+    if len(backends) > 1:
+        results = run_several(args, backends)
+        for r in results:
+            print_table(r)
+        if results:
+            print_comparison(results)
+        if args.json_out:
+            Path(args.json_out).write_text(json.dumps(results, indent=2) + "\n", encoding="utf-8")
+        if len(results) != len(backends):
+            raise SystemExit(1)
+        return
+    args.generation = backends[0]
+    if args.generation == "vllm":
+        no_detokenize()
     result = run(args)
     print_table(result)
     if args.json_out:

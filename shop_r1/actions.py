@@ -14,7 +14,8 @@ from typing import Any
 
 ACTION_TYPES = ("click", "type_and_submit", "terminate")
 
-# Which fields each type carries; every other field must be absent (or null).
+# Which fields each type carries; every other field must be absent, null or "" (the
+# paper's output format always writes all three keys: `"text": ""` on a click).
 FIELDS_BY_TYPE: dict[str, tuple[str, ...]] = {
     "click": ("name",),
     "type_and_submit": ("name", "text"),
@@ -31,19 +32,26 @@ class Action:
     text: str | None = None
 
     def to_json(self) -> dict[str, Any]:
-        """The paper's JSON form: only the fields the type carries."""
+        """The compact JSON form (data files): only the fields the type carries."""
         out: dict[str, Any] = {"type": self.type}
         for field in FIELDS_BY_TYPE.get(self.type, ()):
             out[field] = getattr(self, field)
         return out
+
+    def to_paper_json(self) -> dict[str, Any]:
+        """The paper's output form: always `type`, `name`, `text`; "" where the type has
+        no such field (what a model prompted as in the paper writes, so SFT targets it)."""
+        return {"type": self.type, "name": self.name or "", "text": self.text or ""}
 
     @classmethod
     def from_json(cls, obj: Any) -> Action:
         """Build an Action from its JSON object; ValueError names the field at fault.
 
         Type semantics are enforced: `click` needs a string `name`, `type_and_submit`
-        string `name` and `text`, `terminate` neither. Unknown keys are rejected, so a
-        typo (`"nmae"`) is not silently read as a missing field. Empty strings are
+        string `name` and `text`, `terminate` neither. A field the type does not carry may
+        be absent, null or "" (the paper's format writes `"text": ""` on a click); any
+        other value is an error. Unknown keys are rejected, so a typo (`"nmae"`) is not
+        silently read as a missing field. Empty strings are
         allowed here (the attribute reward tells them apart); datasets additionally
         require non-empty values (see `shop_r1.data.schema.validate_action`).
         """
@@ -60,7 +68,7 @@ class Action:
                 continue
             if key not in ("name", "text"):
                 raise ValueError(f"action.{key}: unknown key (allowed: type, name, text)")
-            if key not in wanted and value is not None:
+            if key not in wanted and value not in (None, ""):
                 raise ValueError(f"action.{key}: a {kind} action has no {key}")
         values: dict[str, str] = {}
         for field in wanted:

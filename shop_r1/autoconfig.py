@@ -18,6 +18,7 @@ from shop_r1_doctor.api import (
     ModelShape,
     estimate_training_memory,
     grpo_generation_unit,
+    grpo_vllm_speedup,
     parse_version,
     round_up_to,
     vllm_memory_fraction,
@@ -398,12 +399,14 @@ def _decide_grpo(
 ) -> None:
     n_gpus = int((facts.torch or {}).get("device_count") or len(facts.gpus)) if cuda else 0
     vllm_ok = facts.import_ok("vllm")
+    if vllm_ok and facts.import_ok("vllm._custom_ops") is False:
+        vllm_ok = False  # the package imports but its compiled kernels do not load
     if cfg.use_vllm != "auto":
         plan.use_vllm, why = cfg.use_vllm == "on", "set in the config"
     elif not cuda:
         plan.use_vllm, why = False, "no CUDA GPU: transformers generate()"
     elif vllm_ok:
-        plan.use_vllm, why = True, "vLLM imports: ~8-15x faster rollouts than generate()"
+        plan.use_vllm, why = True, f"vLLM imports: {grpo_vllm_speedup()} over generate()"
     elif facts.installed("vllm") is False or vllm_ok is None:
         plan.use_vllm, why = False, "vLLM is not installed: transformers generate() (slower)"
     else:

@@ -212,6 +212,9 @@ class GRPORunConfig(_RunConfig):
     dars: float = _f(1000.0, "Difficulty-aware reward scaling of the value rewards (paper: 1000).")
     rouge_threshold: float = _f(0.75, "ROUGE-L above which a name/text earns credit (paper: 0.75).")
     binary_reward: bool = _f(False, "Ablation: 1 for an exact action, else 0.")
+    format_reward: float = _f(
+        0.5, "Reward for a valid output (paper: 0.5; 0 = the w/o-format-reward ablation)."
+    )
     # Default 0, not the paper's 0.005: TRL scales advantages by each group's reward std,
     # so in a group whose task rewards tie (38-65% of groups in the H100 learning runs)
     # the tiny self-certainty differences alone set unit-size advantages, and GRPO trains

@@ -24,6 +24,9 @@ class PipelineConfig:
     """Sizes for one run; the defaults are the CPU demo (< 10 min on 2 cores)."""
 
     output_dir: str = "runs/demo"
+    # A pretrained model (Hub id, folder or .gguf file) instead of one trained from
+    # scratch: its tokenizer and chat template are used, and the first stage is zero-shot.
+    model: str | None = None
     sessions: int = 240
     seed: int = 0
     test_fraction: float = 0.1
@@ -51,10 +54,14 @@ class PipelineConfig:
     max_new_tokens: int | None = None  # None: longest gold completion + 16 tokens
     eval_batch: int = 32
     use_vllm: str = "off"  # small models: vLLM start-up costs more than it saves
+    vllm_gpu_memory_utilization: float | None = None  # None: the plan's estimate
+    report_to: str = "none"  # "tensorboard": reward-component curves under <out>/<stage>/
+    logging_steps: int = 10
     threads: int | None = 2  # torch intra-op threads on CPU (None: torch's default)
     # Start GRPO from this SFT output (`<out>/sft` of an earlier run with the same data
     # settings) instead of training SFT again, so GRPO settings compare from one SFT model.
     sft_from: str | None = None
+    eval_sft: bool = True  # False with sft_from: ablations share the first run's SFT score
     # more GRPORunConfig values for ablations, e.g. {"binary_reward": True, "dars": 1.0}
     extra: dict[str, Any] = field(default_factory=dict)
 
@@ -102,11 +109,19 @@ def run_pipeline(cfg: PipelineConfig, *, log: Callable[[str], None] = _log) -> d
 
     # tokenizer + model from scratch: nothing is downloaded. A few thousand rows show
     # the tokenizer every HTML pattern; all of them would only slow BPE training down.
-    if cfg.sft_from:
+    stages = STAGES
+    if cfg.sft_from or cfg.model:
         from transformers import AutoModelForCausalLM, AutoTokenizer
 
-        tokenizer = AutoTokenizer.from_pretrained(cfg.sft_from)
-        model = AutoModelForCausalLM.from_pretrained(cfg.sft_from, dtype=torch.float32)
+        from shop_r1.models import resolve_model
+
+        source = cfg.sft_from or resolve_model(str(cfg.model), log=log)
+        tokenizer = AutoTokenizer.from_pretrained(source)
+        if tokenizer.pad_token is None:
+            tokenizer.pad_token = tokenizer.eos_token
+        model = AutoModelForCausalLM.from_pretrained(source, dtype=torch.float32)
+        if cfg.model:
+            stages = ("zero-shot", *STAGES[1:])
     else:
         sample = sft[:: max(1, len(sft) // 3000)]
         texts = [m["content"] for r in sample for m in r["prompt"] + r["completion"]]
@@ -167,14 +182,14 @@ def run_pipeline(cfg: PipelineConfig, *, log: Callable[[str], None] = _log) -> d
         )
 
     common = {
-        "model": "from-scratch",
+        "model": "from-scratch" if not cfg.model else str(cfg.model),
         "data": "synthetic",
         "seed": cfg.seed,
         "context": cfg.context,
         "max_prompt_tokens": cfg.max_prompt_tokens,
-        "logging_steps": 10,
+        "logging_steps": cfg.logging_steps,
         "save_total_limit": 1,
-        "report_to": "none",
+        "report_to": cfg.report_to,
         "micro_batch_size": "auto",
         "warmup_ratio": 0.05,
         # fp32 masters + bf16 autocast on GPUs: GRPO's small updates vanish in bf16 weights
@@ -199,17 +214,27 @@ def run_pipeline(cfg: PipelineConfig, *, log: Callable[[str], None] = _log) -> d
     if cfg.sft_from:
         log(f"SFT: starting from {sft_dir} (no SFT run)")
     else:
-        evaluate(STAGES[0], "before")
+        evaluate(stages[0], "zero-shot" if cfg.model else "before")
         log(render_text(plan))
         results["sft_summary"] = train_sft.train(
             sft_cfg, plan, sft, model=model, tokenizer=tokenizer, shape=shape
         )
         timings["sft_s"] = time.perf_counter() - t
-    evaluate(STAGES[1], "sft")
+    if cfg.eval_sft or not cfg.sft_from:
+        evaluate(STAGES[1], "sft")
 
     t = time.perf_counter()
     # GRPO starts from the saved SFT checkpoint, as `shop-r1 train grpo --model runs/sft`
     # would: TRL builds the KL reference model from that same path.
+    # SFT's cached activation blocks stay reserved in this process unless returned: on the
+    # H100 (SmolLM2-135M, seq 2110, micro batch 16) they left GRPO with colocated vLLM
+    # 14 GiB short (OOM at the first training forward).
+    del model
+    import gc
+
+    gc.collect()
+    if torch.cuda.is_available():
+        torch.cuda.empty_cache()
     model, tokenizer = train_sft.load_model_and_tokenizer(str(sft_dir), plan)
     model.to(device)
     prompt_len = max(len(chat_ids(tokenizer, r["prompt"])) for r in rl[:: max(1, len(rl) // 2000)])
@@ -223,9 +248,11 @@ def run_pipeline(cfg: PipelineConfig, *, log: Callable[[str], None] = _log) -> d
         temperature=cfg.grpo_temperature,
         max_completion_length=max_new,
         use_vllm=cfg.use_vllm,
+        vllm_mode="colocate",
+        vllm_gpu_memory_utilization=cfg.vllm_gpu_memory_utilization or "auto",
         save_steps=cfg.grpo_steps,
-        **common,
-        **cfg.extra,
+        # extra (ablations, --grpo-set) overrides the shared settings, e.g. micro_batch_size
+        **{**common, **cfg.extra},
     )
     plan = decide(snapshot, grpo_cfg, shape, seq_len=prompt_len)
     results["grpo_summary"] = train_grpo.train(

@@ -75,12 +75,21 @@ def longest_row_tokens(rows: list[dict[str, Any]], tokenizer: Any, sample: int =
     return longest
 
 
-def live_snapshot(output_dir: str | None = None) -> dict[str, Any]:
+def live_snapshot(cfg: _RunConfig | None = None, output_dir: str | None = None) -> dict[str, Any]:
     """The doctor's full snapshot (torch facts cached; risky imports in children), with
-    the free disk under `output_dir` for the doctor's checkpoint check."""
+    the free disk under `output_dir` for the doctor's checkpoint check.
+
+    Liger's import (~19 s on the H100) and vLLM's (~16 s) are asked for only when the plan
+    may use them: SFT with liger_kernel auto/on, GRPO with use_vllm auto/on
+    (auto-configuration turns them on when they import)."""
     from shop_r1_doctor.api import collect_snapshot
 
-    return collect_snapshot(fast=False, timeout=60.0, output_dir=output_dir)
+    want: tuple[str, ...] = ()
+    if isinstance(cfg, SFTRunConfig) and cfg.liger_kernel != "off":
+        want = ("liger_kernel",)
+    if isinstance(cfg, GRPORunConfig) and cfg.use_vllm != "off":
+        want = ("vllm",)  # use_vllm auto chooses vLLM only when it imports
+    return collect_snapshot(fast=False, timeout=60.0, output_dir=output_dir, want_imports=want)
 
 
 def plan_section(
@@ -100,6 +109,8 @@ def plan_section(
         model_params=shape.params,
         # the full shape, so the doctor's memory checks need not guess it from params
         model_shape=dataclasses.asdict(shape),
+        # the plan's own peak (memory.estimate_training_memory): the colocate check uses it
+        predicted_peak_bytes=plan.predicted_peak_bytes,
         attn_implementation=plan.attn_implementation,
         bf16=plan.dtype == "bf16",
         fp16=plan.dtype == "fp16",
@@ -150,7 +161,7 @@ def prepare(
 
             tokenizer_loader = AutoTokenizer.from_pretrained
         seq_len = max(longest_row_tokens(train_rows, tokenizer_loader(cfg.model)), 16)
-    snapshot = dict(snapshot if snapshot is not None else live_snapshot(cfg.output_dir))
+    snapshot = dict(snapshot if snapshot is not None else live_snapshot(cfg, cfg.output_dir))
     from shop_r1._compat import trl_has_fused_lm_head
 
     plan = decide(snapshot, cfg, shape, seq_len=seq_len, trl_fused_lm_head=trl_has_fused_lm_head())

@@ -22,6 +22,7 @@ def reward_config(cfg: GRPORunConfig) -> Any:
     from shop_r1.rewards import RewardConfig
 
     return RewardConfig(
+        format=cfg.format_reward,
         dars=cfg.dars,
         threshold=cfg.rouge_threshold,
         binary=cfg.binary_reward,

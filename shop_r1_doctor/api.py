@@ -17,6 +17,7 @@ from shop_r1_doctor.atomic import atomic_open, atomic_path, write_text
 from shop_r1_doctor.errors import ToolError
 from shop_r1_doctor.facts import Facts, parse_version
 from shop_r1_doctor.findings import Finding, Severity
+from shop_r1_doctor.knowledge import grpo_vllm_speedup
 from shop_r1_doctor.memory import (
     GIB,
     KNOWN_SHAPES,
@@ -55,6 +56,7 @@ __all__ = [
     "flops_per_token",
     "grpo_batch",
     "grpo_generation_unit",
+    "grpo_vllm_speedup",
     "load_snapshot",
     "parse_version",
     "peak_flops",
@@ -69,14 +71,21 @@ __all__ = [
 
 
 def collect_snapshot(
-    *, fast: bool = False, timeout: float = 60.0, output_dir: str | None = None
+    *,
+    fast: bool = False,
+    timeout: float = 60.0,
+    output_dir: str | None = None,
+    want_imports: tuple[str, ...] = (),
 ) -> dict[str, Any]:
     """This machine's facts (the snapshot contract, docs/doctor.md); risky probes isolated.
-    `output_dir`: also record its free disk (the checkpoint check reads it)."""
+    `output_dir`: also record its free disk (the checkpoint check reads it).
+    `want_imports`: optional kernels the plan may use, imported (else read from metadata)."""
     from shop_r1_doctor.probes.collect import collect_snapshot as collect
     from shop_r1_doctor.probes.deps import ProbeDeps
 
-    return collect(fast=fast, timeout=timeout, deps=ProbeDeps(output_dir=output_dir))
+    return collect(
+        fast=fast, timeout=timeout, deps=ProbeDeps(output_dir=output_dir), want_imports=want_imports
+    )
 
 
 def load_snapshot(path: str | Path) -> dict[str, Any]:

@@ -62,6 +62,9 @@ class RunPlan:
     fp16: bool | None = _f((bool,), "train in fp16")
     master_fp32: bool | None = _f((bool,), "fp32 master weights with bf16/fp16 autocast")
     max_length: int | None = _f((int,), "max tokens per sample")
+    predicted_peak_bytes: int | None = _f(
+        (int,), "the trainer's predicted peak GPU memory per GPU (the colocate check reads it)"
+    )
     longest_sample_tokens: int | None = _f(
         (int,), "tokens of the longest training sample (prompt + completion)"
     )

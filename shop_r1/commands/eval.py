@@ -19,7 +19,9 @@ def eval_command(
         ..., "--output-dir", help="Writes predictions.jsonl, metrics.json, report.md here."
     ),
     model: str | None = typer.Option(
-        None, "--model", help="Local checkpoint directory or Hub id (batched generate())."
+        None,
+        "--model",
+        help="Local checkpoint directory, Hub id or .gguf file (batched generate()).",
     ),
     endpoint: str | None = typer.Option(
         None, "--endpoint", help="OpenAI-compatible server, e.g. http://127.0.0.1:8000/v1."
@@ -73,6 +75,10 @@ def eval_command(
     if not data.is_file():
         what = "is a directory" if data.is_dir() else "no such file"
         raise ToolError(f"--data {data}: {what}; give a sessions JSONL or parquet file")
+    if model:
+        from shop_r1.models import resolve_model
+
+        model = resolve_model(model, log=lambda m: typer.echo(m, err=True))
     found = training_data_settings(model) if model and Path(model).is_dir() else None
     if found:
         taken = {k: v for k, v in found[1].items() if k not in settings}

@@ -76,6 +76,14 @@ def _run(
             raise ToolError(f"--{name}: missing (or set `{name}:` in --config)")
     _check_before_loading(cfg, resume)
 
+    from shop_r1.models import resolve_model
+
+    # A .gguf file becomes its cached safetensors folder here, once, so the plan, TRL's
+    # policy and reference model and vLLM all load the same weights.
+    resolved = resolve_model(cfg.model, log=lambda m: console.print(m))
+    if resolved != cfg.model:
+        cfg = dataclasses.replace(cfg, model=resolved)
+
     from shop_r1.autoconfig import render_table
     from shop_r1.preflight import prepare
     from shop_r1_doctor.api import load_snapshot
@@ -215,7 +223,7 @@ def _common_flags(**kw: Any) -> dict[str, Any]:
 
 @train_app.command("sft")
 def sft(
-    model: str = typer.Option(None, "--model", help="Hub id or local directory."),
+    model: str = typer.Option(None, "--model", help="Hub id, local directory or .gguf file."),
     data: str = DATA_OPT,
     output_dir: str = OUTPUT_OPT,
     config: Path = CONFIG_OPT,
@@ -253,7 +261,7 @@ def sft(
 @train_app.command("grpo")
 def grpo(
     model: str = typer.Option(
-        None, "--model", help="Hub id or local directory (usually the SFT output)."
+        None, "--model", help="Hub id, local directory or .gguf file (usually the SFT output)."
     ),
     data: str = DATA_OPT,
     output_dir: str = OUTPUT_OPT,

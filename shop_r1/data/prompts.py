@@ -34,14 +34,16 @@ You see the session so far: the simplified HTML of each page the customer visite
 actions they took and their reasons. Predict the customer's NEXT action and the \
 first-person rationale behind it.
 
-Action space (use the exact name attribute from the current page):
-- {"type": "click", "name": "<element name>"}: click an element.
+Action space (use the exact name attribute from the current page; leave a field \
+empty, "", when the action type has none):
+- {"type": "click", "name": "<element name>", "text": ""}: click an element.
 - {"type": "type_and_submit", "name": "<input name>", "text": "<text>"}: type text into \
 an input field and press Enter.
-- {"type": "terminate"}: close the browser because the customer is not satisfied.
+- {"type": "terminate", "name": "", "text": ""}: close the browser because the customer \
+is not satisfied.
 
 Answer format:
-{"rationale": "<one short first-person sentence>", "action": {"type": ..., ...}}
+{"rationale": "<one short first-person sentence>", "action": {"type": ..., "name": ..., "text": ...}}
 
 OUTPUT A SINGLE JSON OBJECT, NOTHING ELSE."""
 
@@ -56,15 +58,16 @@ def approx_tokens(text: str) -> int:
 
 
 def target_json(step: Step) -> str:
-    """The gold completion: exactly the object the model must output."""
+    """The gold completion: exactly the object the model must output, in the paper's
+    format (the action always has `type`, `name` and `text`, as the system prompt says)."""
     return json.dumps(
-        {"rationale": step.rationale, "action": step.action.to_json()}, ensure_ascii=False
+        {"rationale": step.rationale, "action": step.action.to_paper_json()}, ensure_ascii=False
     )
 
 
 def _earlier_block(n: int, step: Step, with_page: bool) -> str:
     page = step.page if with_page else OMITTED
-    action = json.dumps(step.action.to_json(), ensure_ascii=False)
+    action = json.dumps(step.action.to_paper_json(), ensure_ascii=False)
     return (
         f"## Step {n}\nURL: {step.url or '-'}\nPage:\n{page}\n"
         f"Action: {action}\nRationale: {step.rationale}\n"

@@ -143,7 +143,12 @@ def colocate_budget(facts: Facts) -> Iterator[Finding]:
 
     shape, settings, total = setup
     util = plan_float(facts, "vllm_gpu_memory_utilization") or TRL_COLOCATE_UTIL
-    train = memory.estimate_training_memory(shape, **settings).total
+    # One memory model: the trainer's plan already predicted its peak with
+    # memory.estimate_training_memory (the exact loss tokens and attention it will use);
+    # re-estimating here from fewer settings gave a second, different figure.
+    train = plan_int(facts, "predicted_peak_bytes") or (
+        memory.estimate_training_memory(shape, **settings).total
+    )
     if util * total + train <= total:
         return
     fits = int((total - train) / total * 20) / 20  # round down to 0.05

@@ -86,7 +86,7 @@ def vllm_torch_pin(facts: Facts) -> Iterator[Finding]:
         "VLLM_INSTALL_SWAPS_TORCH",
         f"vLLM {vv} requires torch{spec}; torch {tv} is installed",
         detail=f"From {source}. vllm's compiled ops are built for that torch: expect "
-        "'undefined symbol' from vllm._C, or pip swapping torch back on the next install.",
+        "'undefined symbol' from vLLM's compiled ops, or pip swapping torch back on the next install.",
         fix=f'pip install "torch{spec}" (from the index of your CUDA) and rebuild extensions'
         + (f', or pip install "vllm{keep}" to keep torch {tv.public}' if keep else ""),
     )
@@ -103,7 +103,10 @@ def vllm_windows(facts: Facts) -> Iterator[Finding]:
 
 
 def vllm_import(facts: Facts) -> Iterator[Finding]:
-    failed = next((m for m in ("vllm", "vllm._C") if facts.import_ok(m) is False), None)
+    # `vllm._custom_ops` loads the compiled kernels the way vLLM does (probes/imports.py);
+    # `vllm._C` is read too, from snapshots written before that probe.
+    modules = ("vllm", "vllm._custom_ops", "vllm._C")
+    failed = next((m for m in modules if facts.import_ok(m) is False), None)
     if facts.os == "windows" or failed is None:
         return
     yield finding(

@@ -47,7 +47,12 @@ def run_doctor(
 
         deps = ProbeDeps(output_dir=plan.get("output_dir") if plan else None)
         # The checks' knowledge (YAML) loads while the torch child runs.
-        snapshot = collect_snapshot(fast=fast, deps=deps, timeout=timeout, on_started=warm_up)
+        # Optional kernels are imported only when the plan uses them (probes/imports.py).
+        uses = {"liger_kernel": "use_liger_kernel", "vllm": "use_vllm"}
+        want = [key for key, flag in uses.items() if plan and plan.get(flag) is True]
+        snapshot = collect_snapshot(
+            fast=fast, deps=deps, timeout=timeout, on_started=warm_up, want_imports=want
+        )
     if plan is not None:
         if snapshot_file is None and isinstance(plan.get("output_dir"), str):
             # the probes key disk facts by home-redacted paths: compare like with like

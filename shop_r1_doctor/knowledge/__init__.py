@@ -474,3 +474,26 @@ def load_codes_file(path: str | Path) -> dict[str, CodeInfo]:
 def load_codes() -> dict[str, CodeInfo]:
     """Every finding code with its default severity, trigger, fix and sources."""
     return load_codes_file(CODES_PATH)
+
+
+# --- measured figures (measured.yaml) --------------------------------------------------
+
+MEASURED_PATH = Path(__file__).with_name("measured.yaml")
+
+
+@functools.lru_cache(maxsize=1)
+def load_measured() -> dict[str, Any]:
+    r, data = Reader.read(MEASURED_PATH, "measured figures")
+    if not isinstance(data, dict):
+        raise r.fail("", "expected a mapping of measured figures")
+    return data
+
+
+def grpo_vllm_speedup() -> str:
+    """The measured GRPO speed-up of colocated vLLM over transformers generate(), in words."""
+    m = load_measured().get("grpo_vllm_colocate") or {}
+    try:
+        step, rollout = float(m["step_speedup"]), float(m["rollout_speedup"])
+    except (KeyError, TypeError, ValueError):
+        return "vLLM rollouts are faster (no measured figure recorded)"
+    return f"{step:g}x per GRPO step, {rollout:g}x per rollout, measured ({m.get('setting', '')})"

@@ -13,6 +13,7 @@ from typing import Any, Literal
 from shop_r1_doctor.errors import ToolError
 from shop_r1_doctor.facts import Facts
 from shop_r1_doctor.hardware import gpu_info
+from shop_r1_doctor.knowledge import grpo_vllm_speedup
 from shop_r1_doctor.profiles.model import Profile
 from shop_r1_doctor.runplan import RunPlan
 
@@ -146,7 +147,9 @@ def plan_launch(req: LaunchRequest) -> LaunchPlan:
         if not vllm:
             generation = "transformers"
             why = "vLLM is not installed" if p.vllm is not None else f"profile {p.name} has no vLLM"
-            decisions.append(f"GRPO generation by transformers: {why} (8-15x slower rollouts)")
+            decisions.append(
+                f"GRPO generation by transformers: {why} (vLLM: {grpo_vllm_speedup()})"
+            )
         elif req.gpus <= 1 or req.nodes > 1:
             generation = "vllm-colocate"
             why = (

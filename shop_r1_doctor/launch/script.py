@@ -111,6 +111,8 @@ def render_script(plan: LaunchPlan, names: dict[str, str]) -> str:
         'HERE="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"',
         f"PYTHON={_q(r.python)}  # the interpreter that generated this script",
         f'MODEL="${{MODEL:-{r.model}}}"',
+        "# a .gguf file: converted once to a cached safetensors folder that vLLM and TRL share",
+        'case "$MODEL" in *.gguf|*.GGUF) MODEL="$("$PYTHON" -m shop_r1.models "$MODEL")" ;; esac',
     ]
     if r.task != "vllm-server":
         data = f'"${{DATA:-{r.data}}}"' if r.data else '"${DATA:?set DATA to the sessions file}"'

@@ -12,7 +12,7 @@ from __future__ import annotations
 import contextlib
 import threading
 import time
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Collection, Mapping
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from functools import lru_cache
@@ -103,8 +103,13 @@ def collect_snapshot(
     deps: ProbeDeps | None = None,
     timeout: float = 20.0,
     on_started: Callable[[], object] | None = None,
+    want_imports: Collection[str] = (),
 ) -> dict[str, Any]:
     """Probe this machine. `fast=True` starts no child that imports torch or extensions.
+
+    `want_imports`: on-demand import groups (optional kernels such as liger_kernel) the
+    caller's plan uses; only those are imported (and their answers cached), the others
+    are read from the cache or their package metadata (`imports.ImportGroup`).
 
     The torch child is the critical path, so it is decided (cache or child) and spawned
     before the other probe threads start competing for the GIL. `on_started` is called
@@ -175,6 +180,12 @@ def collect_snapshot(
             continue
 
         def import_job(group: imports.ImportGroup = group) -> Outcome:
+            if group.on_demand:
+                return Outcome.of_child(
+                    *imports.probe_on_demand(
+                        deps, group, dists(), timeout, wanted=group.key in want_imports
+                    )
+                )
             sections, child = imports.probe_import_group(deps, group, timeout)
             return Outcome(sections, child.status, child.detail, child.seconds)
 

@@ -28,12 +28,78 @@ def wsl_version(proc_version: str | None) -> int | None:
     return 2 if ("wsl2" in text or "microsoft-standard" in text) else 1
 
 
+# Root file systems of container runtimes (docker/podman: overlay; rootless: fuse-overlayfs;
+# gVisor: 9p/gofer). A VM or bare metal boots from a block device (ext4, xfs, btrfs, ...).
+CONTAINER_ROOT_FS = ("overlay", "fuse-overlayfs", "aufs", "9p", "shiftfs")
+# DMI vendors / product names of hypervisors (lower case), for the VM's name
+HYPERVISORS = {
+    "qemu": "kvm",
+    "kvm": "kvm",
+    "amazon ec2": "kvm",
+    "google": "kvm",
+    "firecracker": "firecracker",
+    "microsoft corporation": "hyper-v",
+    "vmware": "vmware",
+    "xen": "xen",
+    "innotek": "virtualbox",
+}
+
+
+def root_fs_type(deps: ProbeDeps) -> str | None:
+    """The type of the file system mounted at / for PID 1 (mountinfo), or None."""
+    for line in (_read(deps, "/proc/1/mountinfo") or "").splitlines():
+        fields = line.split()
+        if len(fields) > 8 and fields[4] == "/" and "-" in fields:
+            return fields[fields.index("-") + 1]
+    return None
+
+
+def virtualization(deps: ProbeDeps) -> str | None:
+    """ "vm" / a hypervisor's name when this kernel runs under one (the CPU's `hypervisor`
+    flag, /sys/hypervisor, DMI), else None. Containers share the host's kernel, so inside a
+    container on a VM this is the VM's answer too."""
+    vendor = " ".join(
+        (_read(deps, f"/sys/class/dmi/id/{f}") or "").strip().lower()
+        for f in ("sys_vendor", "product_name")
+    )
+    for key, name in HYPERVISORS.items():
+        if key in vendor:
+            return name
+    kind = (_read(deps, "/sys/hypervisor/type") or "").strip().lower()
+    if kind:
+        return kind
+    kernel = (deps.platform.release or "").lower()
+    cpuinfo = _read(deps, "/proc/cpuinfo") or ""
+    if any(line.startswith("flags") and " hypervisor" in line for line in cpuinfo.splitlines()):
+        # Firecracker guests carry no DMI table; their kernels are often named for it
+        return "firecracker" if "-fc-" in kernel or "firecracker" in kernel else "vm"
+    return None
+
+
+def image_built_by(deps: ProbeDeps) -> str | None:
+    """ "docker" when the root file system came from a Docker image (`/.dockerenv`, which
+    `docker export` keeps) but is not a container's: e.g. a VM booted from such an image."""
+    if not (deps.root / ".dockerenv").exists():
+        return None
+    return None if _in_container_fs(deps) else "docker"
+
+
+def _in_container_fs(deps: ProbeDeps) -> bool:
+    fs = root_fs_type(deps)
+    # no mountinfo (non-Linux test roots, restricted /proc): trust /.dockerenv as before
+    return fs is None or fs in CONTAINER_ROOT_FS
+
+
 def container_kind(deps: ProbeDeps) -> str | None:
-    """Kubernetes first: a pod's runtime (docker, containerd) is the less useful answer."""
+    """Kubernetes first: a pod's runtime (docker, containerd) is the less useful answer.
+
+    `/.dockerenv` alone is not a container: a VM booted from a Docker-built image (the
+    lent Firecracker GPU machines) has it on an ext4 root. It counts only when the root
+    file system is a container runtime's (overlay, ...), or /proc says nothing either way."""
     cgroup = (_read(deps, "/proc/1/cgroup") or "").lower()
     if deps.environ.get("KUBERNETES_SERVICE_HOST") or "kubepods" in cgroup:
         return "kubernetes"
-    if (deps.root / ".dockerenv").exists() or "docker" in cgroup:
+    if "docker" in cgroup or ((deps.root / ".dockerenv").exists() and _in_container_fs(deps)):
         return "docker"
     if (deps.root / "run/.containerenv").exists() or "libpod" in cgroup:
         return "podman"
@@ -167,6 +233,8 @@ def probe_host(deps: ProbeDeps) -> dict[str, Any]:
         "libc": libc,
         "wsl": wsl,
         "container": container_kind(deps) if plat.system == "linux" else None,
+        "virtualization": virtualization(deps) if plat.system == "linux" else None,
+        "image_built_by": image_built_by(deps) if plat.system == "linux" else None,
         "cpu_count": os.cpu_count(),
         "cpu_usable": len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else None,
         "ram_bytes": psutil.virtual_memory().total,

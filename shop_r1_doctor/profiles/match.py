@@ -16,6 +16,7 @@ from shop_r1_doctor.catalog import finding
 from shop_r1_doctor.facts import Facts, parse_version
 from shop_r1_doctor.findings import Finding, Severity
 from shop_r1_doctor.hardware import parse_arch_list, parse_cc
+from shop_r1_doctor.knowledge import grpo_vllm_speedup
 from shop_r1_doctor.profiles.model import Profile, load_profiles
 
 CODE = "PROFILE_DEVIATION"
@@ -119,7 +120,7 @@ def deviations(facts: Facts, profile: Profile) -> list[Finding]:
                 "info",
                 f"vLLM not installed where profile {profile.name} says {profile.vllm}",
                 vllm_cmd,
-                "GRPO then generates with transformers (slower, roughly 8-15x).",
+                f"GRPO then generates with transformers (vLLM: {grpo_vllm_speedup()}).",
             )
         elif have is not None and Version(have.public) != profile.vllm:
             add(

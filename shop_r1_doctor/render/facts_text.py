@@ -38,11 +38,16 @@ def platform_headline(snap: dict[str, Any]) -> str:
     py = _d(host, "python")
     wsl = f"WSL{host['wsl']}" if host.get("wsl") else ""
     container = f"in {host['container']}" if host.get("container") else ""
+    virt = host.get("virtualization")
+    vm = ("VM" if virt == "vm" else f"{virt} VM") if virt else ""
+    image = f"image built by {host['image_built_by']}" if host.get("image_built_by") else ""
     system = host.get("os_release") or host.get("os") or "?"
     return "System: " + _join(
         f"{system} {host.get('arch') or ''}".strip(),
         wsl,
         container,
+        vm,
+        image,
         f"{host['cpu_count']} CPUs" if host.get("cpu_count") else "",
         f"{_gib(host.get('ram_bytes'))} RAM" if host.get("ram_bytes") else "",
         f"Python {py.get('version')}" if py.get("version") else "",
@@ -220,6 +225,8 @@ def _import_line(snap: dict[str, Any], module: str) -> list[str]:
     rec = _d(snap, "imports").get(module)
     if not isinstance(rec, dict):
         return []
+    if rec.get("ok") is None:
+        return [f"import {module}: not checked ({rec.get('checked') or 'skipped'})"]
     return [f"import {module}: " + ("ok" if rec.get("ok") else f"failed: {rec.get('error')}")]
 
 
@@ -231,6 +238,8 @@ def _import_state(snap: dict[str, Any], dist: str, module: str, label: str) -> s
         return f"{label}: not installed"
     version = f" {pkg['version']}" if isinstance(pkg, dict) and pkg.get("version") else ""
     if isinstance(rec, dict):
+        if rec.get("ok") is None:  # an on-demand import the plan did not ask for
+            return f"{label}{version}: installed, import not checked (not in the plan)"
         state = "imports fine" if rec.get("ok") else "import fails"
         return f"{label}{version}: {state}"
     if module in imports and rec is None:
@@ -250,11 +259,15 @@ def flash_attn_facts(snap: dict[str, Any]) -> list[str]:
 
 
 def vllm_headline(snap: dict[str, Any]) -> str:
-    return _import_state(snap, "vllm", "vllm", "vLLM")
+    state = _import_state(snap, "vllm", "vllm", "vLLM")
+    kernels = _d(snap, "imports").get("vllm._custom_ops")
+    if state.endswith("imports fine") and isinstance(kernels, dict) and kernels.get("ok") is False:
+        return state.replace("imports fine", "imports, but its compiled kernels do not load")
+    return state
 
 
 def vllm_facts(snap: dict[str, Any]) -> list[str]:
-    return _import_line(snap, "vllm") + _import_line(snap, "vllm._C")
+    return _import_line(snap, "vllm") + _import_line(snap, "vllm._custom_ops")
 
 
 def ray_headline(snap: dict[str, Any]) -> str:

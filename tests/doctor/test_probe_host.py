@@ -95,3 +95,99 @@ def test_home_is_written_as_tilde(tmp_path):
     host = probe_host(deps)
     assert host["paths"]["cwd"] == "~"
     assert str(tmp_path) not in str(host)
+
+
+# /proc/1/mountinfo root lines: a Firecracker VM booted from a Docker-built image (ext4 on a
+# block device), and a Docker container (overlay).
+VM_ROOT = "20 1 254:0 / / rw,relatime shared:1 - ext4 /dev/vda rw\n"
+DOCKER_ROOT = (
+    "512 480 0:52 / / rw,relatime master:214 - overlay overlay rw,lowerdir=/var/lib/docker/"
+    "overlay2/l/ABC:/var/lib/docker/overlay2/l/DEF,upperdir=/var/lib/docker/overlay2/x/diff\n"
+)
+HYPERVISOR_FLAGS = "processor\t: 0\nflags\t\t: fpu vme de pse tsc msr pae hypervisor lahf_lm\n"
+BARE_FLAGS = "processor\t: 0\nflags\t\t: fpu vme de pse tsc msr pae lahf_lm\n"
+
+
+@pytest.mark.parametrize(
+    ("files", "kernel", "container", "virt", "image"),
+    [
+        # the lent H100: a Firecracker VM whose root file system was built by Docker
+        (
+            {".dockerenv": "", "proc/1/mountinfo": VM_ROOT, "proc/cpuinfo": HYPERVISOR_FLAGS},
+            "6.18.44-fc-v657-gpu",
+            None,
+            "firecracker",
+            "docker",
+        ),
+        # a Docker container on a cloud VM: both
+        (
+            {".dockerenv": "", "proc/1/mountinfo": DOCKER_ROOT, "proc/cpuinfo": HYPERVISOR_FLAGS},
+            "6.8.0-1017-aws",
+            "docker",
+            "vm",
+            None,
+        ),
+        # a Docker container on bare metal
+        (
+            {".dockerenv": "", "proc/1/mountinfo": DOCKER_ROOT, "proc/cpuinfo": BARE_FLAGS},
+            "6.8.0-45-generic",
+            "docker",
+            None,
+            None,
+        ),
+        # a KVM guest named by its DMI table, no Docker anywhere
+        (
+            {
+                "proc/1/mountinfo": VM_ROOT,
+                "proc/cpuinfo": HYPERVISOR_FLAGS,
+                "sys/class/dmi/id/sys_vendor": "QEMU\n",
+            },
+            "6.8.0-45-generic",
+            None,
+            "kvm",
+            None,
+        ),
+        # bare metal
+        (
+            {"proc/1/mountinfo": VM_ROOT, "proc/cpuinfo": BARE_FLAGS},
+            "6.8.0-45-generic",
+            None,
+            None,
+            None,
+        ),
+    ],
+)
+def test_vm_container_and_docker_image_told_apart(tmp_path, files, kernel, container, virt, image):
+    import dataclasses
+
+    deps = _root(tmp_path, files)
+    deps.environ = {}
+    deps.platform = dataclasses.replace(deps.platform, release=kernel)
+    host = probe_host(deps)
+    assert (host["container"], host["virtualization"], host["image_built_by"]) == (
+        container,
+        virt,
+        image,
+    )
+
+
+def test_recorded_h100_vm_is_not_in_docker(tmp_path):
+    """The lent H100 as recorded: /.dockerenv on an ext4 root from /dev/vda under a
+    Firecracker kernel. The doctor said "in docker" there."""
+    import dataclasses
+
+    deps = _root(
+        tmp_path,
+        {
+            ".dockerenv": "",
+            "proc/1/cgroup": (GPU / "h100" / "proc1-cgroup.txt").read_text(),
+            "proc/1/mountinfo": (GPU / "h100" / "proc1-mountinfo.txt").read_text(),
+            "proc/cpuinfo": HYPERVISOR_FLAGS,
+        },
+    )
+    deps.environ = {}
+    kernel = (GPU / "h100" / "uname.txt").read_text().split()[2]
+    deps.platform = dataclasses.replace(deps.platform, release=kernel)
+    host = probe_host(deps)
+    assert host["container"] is None
+    assert host["virtualization"] == "firecracker" and host["image_built_by"] == "docker"

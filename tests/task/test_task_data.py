@@ -132,7 +132,43 @@ def test_sft_and_rl_rows():
     assert completion["role"] == "assistant"
     parsed = parse_completion(completion["content"])
     assert parsed.ok and parsed.action == Action("click", "x1") and parsed.rationale == "reason 1"
+    # SFT targets use the paper's output format: all three action keys, "" where none.
+    assert json.loads(completion["content"])["action"] == {
+        "type": "click",
+        "name": "x1",
+        "text": "",
+    }
     assert json.loads(rl[1]["gold_action"]) == {"type": "click", "name": "x1"}
+
+
+def test_system_prompt_examples_parse_strictly():
+    """Every action example the system prompt shows is accepted by the strict parser once
+    its placeholders are filled, so the prompt never teaches a format the reward rejects."""
+    import re
+
+    examples = re.findall(r"^- (\{.*?\}):", SYSTEM_PROMPT, re.M)
+    assert len(examples) == 3
+    for example in examples:
+        action = json.loads(re.sub(r"<[^>]+>", "v", example))
+        assert set(action) == {"type", "name", "text"}
+        text = json.dumps({"rationale": "r", "action": action})
+        assert parse_completion(text).ok, (example, parse_completion(text).error)
+
+
+@pytest.mark.parametrize(
+    ("action", "expected"),
+    [
+        (Action("click", "b"), {"type": "click", "name": "b", "text": ""}),
+        (Action("terminate"), {"type": "terminate", "name": "", "text": ""}),
+        (
+            Action("type_and_submit", "q", "t"),
+            {"type": "type_and_submit", "name": "q", "text": "t"},
+        ),
+    ],
+)
+def test_paper_json_round_trips_through_the_parser(action, expected):
+    assert action.to_paper_json() == expected
+    assert Action.from_json(action.to_paper_json()) == action
 
 
 OPERA_ROWS = [

@@ -99,6 +99,29 @@ def test_score_session_files_as_gold(tmp_path):
         score_files(gold, pred, require_all=True)
 
 
+def test_score_accepts_gold_in_the_paper_format(tmp_path):
+    """Gold rows written in the paper's output format ("" where the type has no field),
+    as `action` objects and as `gold_action` strings, score like the compact ones."""
+    paper = [
+        {"id": "1", "action": {"type": "click", "name": "buy", "text": ""}},
+        {
+            "id": "2",
+            "action": {"type": "type_and_submit", "name": "q", "text": "trail running shoes"},
+        },
+        {"id": "3", "gold_action": json.dumps({"type": "terminate", "name": "", "text": None})},
+    ]
+    preds = [
+        *PRED[:2],
+        {
+            "id": "3",
+            "completion": '{"rationale": "r", "action": {"type": "terminate", "name": "", "text": ""}}',
+        },
+    ]
+    gold, pred = _write(tmp_path / "g.jsonl", paper), _write(tmp_path / "p.jsonl", preds)
+    r = score_files(gold, pred)
+    assert r["n"] == 3 and r["exact_match"] == 1.0 and r["parse_failure_rate"] == 0.0
+
+
 @pytest.mark.parametrize(
     ("gold_rows", "pred_rows", "message"),
     [
@@ -113,6 +136,16 @@ def test_score_session_files_as_gold(tmp_path):
             r"g\.jsonl:1: action\.name: missing",
         ),
         ([{"id": "1"}], PRED[:1], r"g\.jsonl:1: expected `id` with `action`"),
+        (
+            [{"id": "1", "action": {"type": "click", "name": "", "text": ""}}],
+            PRED[:1],
+            r"g\.jsonl:1: action\.name: empty",
+        ),
+        (
+            [{"id": "1", "action": {"type": "click", "name": "buy", "text": "x"}}],
+            PRED[:1],
+            r"g\.jsonl:1: action\.text: a click action has no text",
+        ),
     ],
 )
 def test_score_input_errors_name_file_and_line(tmp_path, gold_rows, pred_rows, message):

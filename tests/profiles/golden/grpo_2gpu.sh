@@ -8,6 +8,8 @@ set -euo pipefail
 HERE="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
 PYTHON=/opt/venv/bin/python3  # the interpreter that generated this script
 MODEL="${MODEL:-Qwen/Qwen2.5-0.5B-Instruct}"
+# a .gguf file: converted once to a cached safetensors folder that vLLM and TRL share
+case "$MODEL" in *.gguf|*.GGUF) MODEL="$("$PYTHON" -m shop_r1.models "$MODEL")" ;; esac
 DATA="${DATA:-data/sessions.jsonl}"
 OUTPUT_DIR="${OUTPUT_DIR:-runs/grpo}"
 RUN_DIR="${RUN_DIR:-$OUTPUT_DIR/launch-$(date -u +%Y%m%dT%H%M%SZ)}"
