@@ -14,14 +14,13 @@ model, so the weights are moved into a model built from the same config first.
 from __future__ import annotations
 
 import hashlib
-import os
 import shutil
 import sys
 import tempfile
 from pathlib import Path
 
+from shop_r1_doctor.api import cache_dir as shop_r1_cache_dir
 from shop_r1_doctor.errors import ToolError
-from shop_r1_doctor.probes.deps import default_cache_dir
 
 # Written last into a converted folder: a folder without it is an interrupted conversion.
 DONE = "shop_r1_gguf.json"
@@ -41,7 +40,7 @@ def file_digest(path: Path) -> str:
 
 def gguf_cache_dir(path: Path, cache_dir: Path | None = None) -> Path:
     """The converted folder of `path` (keyed by content, so a replaced file converts anew)."""
-    root = cache_dir or default_cache_dir(os.environ)
+    root = cache_dir or shop_r1_cache_dir()
     return root / "gguf" / f"{path.stem}-{file_digest(path)[:12]}"
 
 

@@ -50,6 +50,7 @@ __all__ = [
     "ToolError",
     "atomic_open",
     "atomic_path",
+    "cache_dir",
     "collect_snapshot",
     "estimate_training_memory",
     "finding",
@@ -130,3 +131,12 @@ def redact_text(text: str) -> str:
     from shop_r1_doctor.redact import redact_text as redact
 
     return redact(text)
+
+
+def cache_dir() -> Path:
+    """shop-r1's cache directory (SHOP_R1_CACHE_DIR, else the platform's user cache)."""
+    import os
+
+    from shop_r1_doctor.probes.deps import default_cache_dir
+
+    return default_cache_dir(os.environ)

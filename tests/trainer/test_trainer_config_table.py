@@ -127,3 +127,54 @@ def test_grpo_group_rules():
     with pytest.raises(ToolError, match="num_train_epochs: must be > 0, got 0"):
         SFTRunConfig(max_steps=-1, num_train_epochs=0)
     assert SFTRunConfig(max_steps=5, num_train_epochs=0).max_steps == 5  # epochs unused then
+
+
+# (config, field, value, the whole one-line error)
+TYPE_ROWS = [
+    (
+        SFTRunConfig,
+        "micro_batch_size",
+        "big",
+        "SFTRunConfig: micro_batch_size: expected int | 'auto', got 'big'",
+    ),
+    (SFTRunConfig, "learning_rate", "x", "SFTRunConfig: learning_rate: expected float, got 'x'"),
+    (
+        SFTRunConfig,
+        "gradient_checkpointing",
+        "maybe",
+        "SFTRunConfig: gradient_checkpointing: expected 'auto' | 'on' | 'off', got 'maybe'",
+    ),
+    (
+        SFTRunConfig,
+        "liger_kernel",
+        3,
+        "SFTRunConfig: liger_kernel: expected 'auto' | 'on' | 'off', got 3",
+    ),
+    (SFTRunConfig, "report_to", None, "SFTRunConfig: report_to: expected str, got None"),
+    (SFTRunConfig, "seed", 1.5, "SFTRunConfig: seed: expected int, got 1.5"),
+    (SFTRunConfig, "num_processes", True, "SFTRunConfig: num_processes: expected int, got True"),
+    (
+        GRPORunConfig,
+        "vllm_mode",
+        "x",
+        "GRPORunConfig: vllm_mode: expected 'auto' | 'colocate' | 'server', got 'x'",
+    ),
+]
+
+
+@pytest.mark.parametrize(("cls", "field", "value", "message"), TYPE_ROWS)
+def test_type_errors_name_the_expected_type(cls, field, value, message):
+    with pytest.raises(ToolError) as err:
+        cls(**{field: value})
+    assert str(err.value) == message
+
+
+def test_one_process_still_needs_a_dividing_micro_batch():
+    with pytest.raises(
+        ToolError, match="micro_batch_size: 3 does not divide the 64 rows per process"
+    ):
+        SFTRunConfig(micro_batch_size=3)
+    with pytest.raises(ToolError, match=r"set one of them to 'auto'$"):
+        SFTRunConfig(micro_batch_size=8, gradient_accumulation_steps=4)
+    with pytest.raises(ToolError, match=r"the weight-sync group needs its own port$"):
+        GRPORunConfig(vllm_server_port=9000, vllm_group_port=9000)
