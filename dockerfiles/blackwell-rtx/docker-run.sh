@@ -3,14 +3,19 @@
 # NCCL, vLLM and DataLoader workers need (shared memory, unlimited locked memory) and the
 # Hugging Face cache mounted from the host. SHM_SIZE=16g uses a sized /dev/shm instead of
 # --ipc=host (where the host IPC namespace is not allowed).
+# The container runs as the host user (--user), so the mounted cache and work directory
+# stay writable and what the run writes there is the host user's; the image's HOME is
+# writable by any uid. RUN_AS_IMAGE_USER=1 keeps the image's own user (uid 10001) instead.
 set -euo pipefail
 IMAGE=${IMAGE:-shop-r1:blackwell-rtx}
 HF_CACHE=${HF_HOME:-$HOME/.cache/huggingface}
 mkdir -p "$HF_CACHE"
 if [[ -n "${SHM_SIZE:-}" ]]; then ipc=(--shm-size "$SHM_SIZE"); else ipc=(--ipc=host); fi
+user=(--user "$(id -u):$(id -g)")
+if [[ "${RUN_AS_IMAGE_USER:-0}" == 1 ]]; then user=(); fi
 tty=()
 if [[ -t 0 && -t 1 ]]; then tty=(-it); fi
-exec docker run --rm "${tty[@]}" --gpus all "${ipc[@]}" \
+exec docker run --rm "${tty[@]}" "${user[@]}" --gpus all "${ipc[@]}" \
   --ulimit memlock=-1 --ulimit stack=67108864 \
   -v "$HF_CACHE:/home/shop/.cache/huggingface" -v "$PWD:/home/shop/work" \
   -e HF_TOKEN -e WANDB_API_KEY \
