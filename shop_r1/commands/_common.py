@@ -16,8 +16,10 @@ def check_local_ref(ref: str, flag: str, what: str = "model") -> None:
     """One line for a local model/tokenizer directory that is missing or not a directory,
     instead of the Hub's "not a valid repo id" error that transformers gives for it."""
     path = Path(ref).expanduser()
-    if path.is_file():
-        raise ToolError(f"{flag} {ref}: is a file; give the {what}'s directory or a Hub id")
+    if path.is_file() and not (what == "model" and path.suffix.lower() == ".gguf"):
+        raise ToolError(
+            f"{flag} {ref}: is a file; give the {what}'s directory, a .gguf file or a Hub id"
+        )
     if looks_local(ref) and not path.exists():
         raise ToolError(
             f"{flag} {ref}: no such directory; give a local {what} directory or a Hub id "

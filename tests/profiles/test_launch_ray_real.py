@@ -28,8 +28,9 @@ pytestmark = pytest.mark.ray
 
 FAKE = r"""#!/usr/bin/env bash
 case "$*" in
-  *"cli.main doctor"*) echo "doctor ok"; exit 0 ;;
-  *"cli.main train"*)
+  *" doctor"*) echo "doctor ok"; exit 0 ;;
+  *" train "*"--dry-run"*) echo "preflight ok"; exit 0 ;;  # the launch preflight
+  *" train "*)
     echo "trainer RAY_ADDRESS=$RAY_ADDRESS"
     exec REAL -c 'import ray; ray.init(logging_level="ERROR", log_to_driver=False); print("joined", ray.get_runtime_context().gcs_address)' ;;
   *) exec REAL "$@" ;;

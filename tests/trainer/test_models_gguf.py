@@ -14,8 +14,8 @@ from pathlib import Path
 import pytest
 from typer.testing import CliRunner
 
+from shop_r1.cli import app
 from shop_r1.models import DONE, gguf_cache_dir, is_gguf, resolve_model
-from shop_r1_doctor.cli.main import app
 from shop_r1_doctor.errors import ToolError
 from shop_r1_doctor.memory import ModelShape
 from shop_r1_doctor.probes.deps import default_cache_dir
