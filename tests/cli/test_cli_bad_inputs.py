@@ -12,8 +12,6 @@ from __future__ import annotations
 
 import dataclasses
 import json
-import os
-import sys
 from pathlib import Path
 from typing import Any
 
@@ -27,18 +25,6 @@ from shop_r1.data.io import write_sessions
 from shop_r1.data.synth import generate_sessions
 
 REFUSED = "http://127.0.0.1:9/v1"  # the discard port: nothing listens, connect is refused
-
-
-def _entry_module() -> str:
-    """The module that runs the full `shop-r1` CLI in a subprocess: `shop_r1.cli` once the
-    entry point sits above both packages (issue 12), before that the doctor's main."""
-    import shop_r1
-
-    has_root = (Path(shop_r1.__file__).parent / "cli.py").exists()
-    return "shop_r1.cli" if has_root else "shop_r1_doctor.cli.main"
-
-
-ENTRY = _entry_module()
 
 
 @pytest.fixture(scope="module")
@@ -552,68 +538,10 @@ def test_snapshot_section_wrong_type(section: str, value: Any, tmp_path: Path) -
     _check(invoke(["doctor", "--snapshot", str(path)]), 2, section, [section, value])
 
 
-def test_ctrl_c_in_process_leaves_nothing_and_a_rerun_works(
-    files: dict[str, str], tmp_path: Path, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    """Ctrl-C while synth writes: exit 130, one line, no output and no temporary file;
-    the same command then succeeds."""
-    import shop_r1.data.synth as synth
-
-    real = synth._session
-    out = tmp_path / "s.jsonl"
-
-    def interrupted(index: int, *a: Any) -> Any:
-        if index == 5:
-            raise KeyboardInterrupt
-        return real(index, *a)
-
-    monkeypatch.setattr(synth, "_session", interrupted)
-    result = invoke(["data", "synth", "--sessions", "20", "-o", str(out)])
-    assert "interrupted" in error_line(result, 130)
-    assert list(tmp_path.iterdir()) == []  # neither s.jsonl nor .s.jsonl.*.part
-    monkeypatch.setattr(synth, "_session", real)
-    result = invoke(["data", "synth", "--sessions", "20", "-o", str(out)])
-    assert result.exit_code == 0 and len(out.read_text().splitlines()) == 20
-
-
-def test_ctrl_c_real_signal_mid_synth(tmp_path: Path) -> None:
-    """A real SIGINT to a real process halfway through a long synth."""
-    import signal
-    import subprocess
-    import time
-
-    out = tmp_path / "big.jsonl"
-    env = {**os.environ, "SHOP_R1_DEBUG": ""}
-    cmd = [sys.executable, "-m", ENTRY, "data", "synth", "--sessions"]
-    proc = subprocess.Popen(
-        [*cmd, "10000000", "-o", str(out)],
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        text=True,
-        env=env,
-    )
-    deadline = time.monotonic() + 60
-    while not any(tmp_path.iterdir()) and time.monotonic() < deadline:
-        time.sleep(0.05)  # until the temporary file exists: writing has begun
-    time.sleep(0.3)
-    proc.send_signal(signal.SIGINT)
-    _, err = proc.communicate(timeout=60)
-    assert proc.returncode == 130, err
-    lines = [x for x in err.splitlines() if x.strip()]
-    assert len(lines) == 1 and "interrupted" in lines[0] and "Traceback" not in err
-    assert list(tmp_path.iterdir()) == []
-
-
-def test_debug_shows_the_traceback(files: dict[str, str]) -> None:
-    result = CliRunner().invoke(
-        app, ["data", "stats", files["missing"]], env={"SHOP_R1_DEBUG": "1"}
-    )
-    assert type(result.exception).__name__ == "ToolError"  # re-raised, not formatted
-
-
 def test_harness_size() -> None:
     """The issue asks for at least 150 bad inputs over every command."""
-    total = len(CASES) + len(FIELD_CASES) + 2 * len(ROW_CASES) + 3 * len(SNAPSHOT_SECTIONS) + 2
+    # + the 3 Ctrl-C cases in test_cli_interrupts.py
+    total = len(CASES) + len(FIELD_CASES) + 2 * len(ROW_CASES) + 3 * len(SNAPSHOT_SECTIONS) + 3
     assert total >= 150, total
     commands = {c[1].split()[0] for c in CASES}
     assert commands >= {
@@ -629,25 +557,3 @@ def test_harness_size() -> None:
         "demo",
         "nosuch",
     }
-
-
-def test_ctrl_c_during_eval_retries_exits_at_once(files: dict[str, str], tmp_path: Path) -> None:
-    """SIGINT while every worker waits out a retry backoff: exit 130 within seconds (it
-    waited out the backoff, 30 s and more, before the workers were told to stop)."""
-    import signal
-    import subprocess
-    import time
-
-    cmd = [sys.executable, "-m", ENTRY, "eval", "--data", files["gold"]]
-    cmd += ["--output-dir", str(tmp_path / "ev"), "--endpoint", REFUSED, "--served-model"]
-    cmd += ["m", "--split", "all", "--retries", "6", "--timeout", "1"]
-    env = {**os.environ, "SHOP_R1_DEBUG": ""}
-    proc = subprocess.Popen(cmd, stderr=subprocess.PIPE, text=True, env=env)
-    time.sleep(4)  # imports, then the first refusals: workers are now in their backoff
-    proc.send_signal(signal.SIGINT)
-    start = time.monotonic()
-    _, err = proc.communicate(timeout=60)
-    assert proc.returncode == 130, err
-    assert time.monotonic() - start < 10
-    assert [x for x in err.splitlines() if x.strip()][-1].startswith("shop-r1: error: interrupted")
-    assert not (tmp_path / "ev" / "metrics.json").exists()
