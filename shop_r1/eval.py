@@ -169,9 +169,25 @@ def write_outputs(result: EvalResult, output_dir: Path, *, title: str = "shop-r1
     if output_dir.exists() and not output_dir.is_dir():
         raise ToolError(f"--output-dir {output_dir}: is a file; give a directory")
     output_dir.mkdir(parents=True, exist_ok=True)
+    from shop_r1.metrics import exact_match
+    from shop_r1.parser import parse_completion
+
+    # Each row's gold and verdict ride along (`shop-r1 score` reads only id + completion):
+    # which steps a model misses, and paired comparisons of two runs on the same steps
+    # (benchmarks/paired_eval.py), need no second copy of the data.
+    strict = bool(result.meta.get("strict", True))
+    threshold = float(result.metrics.get("threshold", 0.75))
     with atomic_open(output_dir / "predictions.jsonl") as f:
         for row, text, error in zip(result.rows, result.completions, result.errors, strict=True):
-            record: dict[str, Any] = {"id": row.id, "completion": text}
+            parsed = parse_completion(text, strict=strict)
+            pred = parsed.action if parsed.ok else None
+            record: dict[str, Any] = {
+                "id": row.id,
+                "completion": text,
+                "gold": _action_dict(row.gold),
+                "type_ok": pred is not None and pred.type == row.gold.type,
+                "exact": pred is not None and exact_match(pred, row.gold, threshold),
+            }
             if error is not None:
                 record["error"] = error
             f.write(json.dumps(record, ensure_ascii=False) + "\n")
@@ -179,6 +195,10 @@ def write_outputs(result: EvalResult, output_dir: Path, *, title: str = "shop-r1
     payload["eval"] = result.meta
     write_text(output_dir / "metrics.json", json.dumps(payload, indent=2) + "\n")
     write_text(output_dir / "report.md", render_report(result.metrics, result.meta, title=title))
+
+
+def _action_dict(action: Any) -> dict[str, Any]:
+    return {"type": action.type, "name": action.name, "text": action.text}
 
 
 def _pct(x: float) -> str:

@@ -119,22 +119,27 @@ def run_and_tee(argv: Sequence[str], run_dir: Path, *, out: BinaryIO | None = No
     # settings win.
     env = {"PYTHONUNBUFFERED": "1", "PYTHONFAULTHANDLER": "1", **os.environ}
     start = time.monotonic()
-    try:
-        proc = subprocess.Popen(
-            list(argv),
-            stdout=subprocess.PIPE,
-            stderr=subprocess.STDOUT,
-            env=env,
-            start_new_session=os.name == "posix",
-        )
-    except OSError as exc:
-        log_file.close()
-        raise ToolError(f"cannot start {argv[0]!r}: {exc.strerror}; check the command") from None
-    relay = _SignalRelay(proc)
-    keep = _HeadTail()
-    stamper = _Stamper(log_file)
-    assert proc.stdout is not None
+    # The relay is in place before the child exists: a Ctrl-C during start-up is not lost,
+    # and the child starts with the dispositions a shell would give it (a caught signal is
+    # reset to the default across exec; one ignored by whoever started us stays ignored).
+    relay = _SignalRelay()
     with relay, log_file:
+        try:
+            proc = subprocess.Popen(
+                list(argv),
+                stdout=subprocess.PIPE,
+                stderr=subprocess.STDOUT,
+                env=env,
+                start_new_session=os.name == "posix",
+            )
+        except OSError as exc:
+            raise ToolError(
+                f"cannot start {argv[0]!r}: {exc.strerror}; check the command"
+            ) from None
+        relay.attach(proc)
+        keep = _HeadTail()
+        stamper = _Stamper(log_file)
+        assert proc.stdout is not None
         while chunk := proc.stdout.read1(65536):  # type: ignore[attr-defined]
             out.write(chunk)
             out.flush()
@@ -202,17 +207,20 @@ class _HeadTail:
 class _SignalRelay:
     """While the child runs, SIGINT/SIGTERM/SIGHUP sent to us go to its process group.
 
-    A third Ctrl-C sends SIGKILL, for a child that ignores interrupts."""
+    A third Ctrl-C sends SIGKILL, for a child that ignores interrupts. A signal that the
+    process which started us set to ignored (`cmd &` in a script ignores SIGINT) stays
+    ignored, by us and by the child: `shop-r1 run` is as transparent as the shell."""
 
-    def __init__(self, proc: subprocess.Popen[bytes]) -> None:
-        self.proc = proc
+    def __init__(self) -> None:
+        self.proc: subprocess.Popen[bytes] | None = None
+        self.pending: int | None = None  # a signal that came before the child existed
         self.interrupted = False
         self.count = 0
         self.saved: dict[int, object] = {}
 
     def __enter__(self) -> _SignalRelay:
         for sig in (signal.SIGINT, signal.SIGTERM, getattr(signal, "SIGHUP", None)):
-            if sig is not None:
+            if sig is not None and signal.getsignal(sig) is not signal.SIG_IGN:
                 self.saved[sig] = signal.signal(sig, self._forward)
         return self
 
@@ -220,10 +228,22 @@ class _SignalRelay:
         for sig, handler in self.saved.items():
             signal.signal(sig, handler)  # type: ignore[arg-type]
 
+    def attach(self, proc: subprocess.Popen[bytes]) -> None:
+        self.proc = proc
+        if self.pending is not None:
+            self._send(self.pending)
+
     def _forward(self, signum: int, frame: object) -> None:
         self.interrupted = True
         self.count += 1
         sig = signal.SIGKILL if self.count >= 3 and hasattr(signal, "SIGKILL") else signum
+        if self.proc is None:
+            self.pending = sig
+        else:
+            self._send(sig)
+
+    def _send(self, sig: int) -> None:
+        assert self.proc is not None
         try:
             if os.name == "posix":
                 os.killpg(self.proc.pid, sig)

@@ -72,6 +72,8 @@ def test_ctrl_c_real_signal_mid_synth(tmp_path: Path) -> None:
         stderr=subprocess.PIPE,
         text=True,
         env=env,
+        # as a terminal would start it, whatever the CI runner did to pytest's SIGINT
+        preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL),
     )
     deadline = time.monotonic() + 60
     while not any(tmp_path.iterdir()) and time.monotonic() < deadline:
@@ -103,7 +105,13 @@ def test_ctrl_c_during_eval_retries_exits_at_once(sessions: Path, tmp_path: Path
     cmd += ["--output-dir", str(tmp_path / "ev"), "--endpoint", REFUSED, "--served-model"]
     cmd += ["m", "--split", "all", "--retries", "6", "--timeout", "1"]
     env = {**os.environ, "SHOP_R1_DEBUG": ""}
-    proc = subprocess.Popen(cmd, stderr=subprocess.PIPE, text=True, env=env)
+    proc = subprocess.Popen(
+        cmd,
+        stderr=subprocess.PIPE,
+        text=True,
+        env=env,
+        preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL),
+    )
     time.sleep(4)  # imports, then the first refusals: workers are now in their backoff
     proc.send_signal(signal.SIGINT)
     start = time.monotonic()

@@ -2,10 +2,12 @@
 
 from __future__ import annotations
 
+import contextlib
 import os
 import signal
 import subprocess
 import sys
+from pathlib import Path
 
 import pytest
 
@@ -113,6 +115,31 @@ def test_missing_executable_is_one_line_exit_2(tmp_path):
     assert len(proc.stderr.strip().splitlines()) == 1
 
 
+def _start_with(sigint, argv):
+    """Start `argv` with SIGINT set as a terminal (SIG_DFL) or a script's `cmd &` (SIG_IGN)
+    would: the test must not depend on how the CI runner started pytest."""
+    return subprocess.Popen(
+        argv,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        preexec_fn=lambda: signal.signal(signal.SIGINT, sigint),
+    )
+
+
+def _signal_state(pid):
+    """Each process's ignored/caught signal masks, for a failure message."""
+    import psutil
+
+    lines = []
+    for p in [psutil.Process(pid), *psutil.Process(pid).children(recursive=True)]:
+        with contextlib.suppress(OSError, psutil.Error):
+            status = Path(f"/proc/{p.pid}/status").read_text().splitlines()
+            masks = [x for x in status if x.startswith(("State", "SigIgn", "SigCgt"))]
+            lines.append(f"{p.pid} {p.cmdline()[:3]} {masks}")
+    return "\n".join(lines)
+
+
 @pytest.mark.skipif(os.name != "posix", reason="signals are POSIX")
 def test_ctrl_c_is_forwarded_to_the_child_and_no_report_is_written(tmp_path):
     child = (
@@ -123,16 +150,36 @@ def test_ctrl_c_is_forwarded_to_the_child_and_no_report_is_written(tmp_path):
         "    print('child got SIGINT', flush=True); sys.exit(130)\n"
     )
     run_dir = tmp_path / "run"
-    proc = subprocess.Popen(
-        [*SHOP_R1, "run", "--fast", "--report-dir", str(run_dir), "--", PY, "-c", child],
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        text=True,
-    )
+    argv = [*SHOP_R1, "run", "--fast", "--report-dir", str(run_dir), "--", PY, "-c", child]
+    proc = _start_with(signal.SIG_DFL, argv)
     assert proc.stdout.readline() == "ready\n"
     proc.send_signal(signal.SIGINT)
-    out, err = proc.communicate(timeout=60)  # a hang guard, not a speed assertion
+    try:
+        out, err = proc.communicate(timeout=60)  # a hang guard, not a speed assertion
+    except subprocess.TimeoutExpired:
+        state = _signal_state(proc.pid)
+        proc.kill()
+        pytest.fail(f"SIGINT was not forwarded; signal masks:\n{state}")
     assert out == "child got SIGINT\n"
     assert proc.returncode == 130
     assert "interrupted; log kept in" in err
     assert not (run_dir / "report.md").exists()
+
+
+@pytest.mark.skipif(os.name != "posix", reason="signals are POSIX")
+def test_sigint_ignored_by_our_starter_stays_ignored_like_a_shell(tmp_path):
+    """`shop-r1 run -- cmd &` in a script: bash starts us with SIGINT ignored; the Ctrl-C
+    meant for the script must not kill the command (the shell itself would not)."""
+    child = (
+        "import signal, time\n"
+        "print('ready', signal.getsignal(signal.SIGINT) is signal.SIG_IGN, flush=True)\n"
+        "time.sleep(1.5); print('done', flush=True)\n"
+    )
+    run_dir = tmp_path / "run"
+    argv = [*SHOP_R1, "run", "--fast", "--report-dir", str(run_dir), "--", PY, "-c", child]
+    proc = _start_with(signal.SIG_IGN, argv)
+    assert proc.stdout.readline() == "ready True\n"  # the child inherited the ignore
+    proc.send_signal(signal.SIGINT)
+    out, err = proc.communicate(timeout=60)
+    assert out == "done\n" and proc.returncode == 0, err
+    assert "interrupted" not in err
