@@ -3,7 +3,7 @@ or (`--model`) a real pretrained instruct model (Hub id, folder or .gguf file).
 
 Reports exact match, type accuracy and macro-F1 on held-out sessions for before-SFT /
 SFT / SFT+GRPO (the shape of the paper's Table 2), the per-type breakdown, and whether
-GRPO collapsed onto `terminate` (the paper's small-model failure).
+GRPO collapsed onto one type (`terminate` is the paper's small-model failure).
 
     python benchmarks/learning.py --out runs/learning          # H100: ~30M params, ~9 min
     python benchmarks/learning.py --tiny --out /tmp/learning   # CPU smoke run, ~2 min
@@ -177,7 +177,7 @@ def main() -> int:
 
 
 def verdict(results: dict) -> dict:
-    """The issue's acceptance: GRPO improves on SFT and does not collapse onto terminate."""
+    """The issue's acceptance: GRPO improves on SFT and does not collapse onto one type."""
     stages = results["stages"]
     grpo = stages["SFT + GRPO"]
     sft = stages.get("SFT")

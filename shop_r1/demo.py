@@ -263,7 +263,9 @@ def run_pipeline(cfg: PipelineConfig, *, log: Callable[[str], None] = _log) -> d
 
     timings["total_s"] = time.perf_counter() - started
     results["timings"] = {k: round(v, 1) for k, v in timings.items()}
-    results["collapse"] = collapse_check(results["stages"][STAGES[2]])
+    results["collapse"] = collapse_check(
+        results["stages"][STAGES[2]], results["stages"].get(STAGES[1])
+    )
     (out / "results.json").write_text(json.dumps(results, indent=2) + "\n")
     (out / "report.md").write_text(render_table(results) + "\n")
     return results
@@ -276,16 +278,36 @@ def _quiet_libraries() -> None:
     datasets.disable_progress_bars()
 
 
-def collapse_check(metrics: dict) -> dict[str, Any]:
-    """The paper's small-model failure: predicting `terminate` far more than it occurs
-    (20 points more than its gold share, or 3x it once it is 15% of predictions)."""
-    pred = metrics.get("prediction_mix", {}).get("terminate", 0.0)
-    gold = metrics.get("gold_mix", {}).get("terminate", 0.0)
-    collapsed = round(pred - gold, 9) >= 0.2 or (pred >= 0.15 and pred >= 3 * gold)
+def collapse_check(metrics: dict, baseline: dict | None = None) -> dict[str, Any]:
+    """Did the policy collapse? `terminate`: the paper's small-model failure (20 points
+    over its gold share, or 3x it once it is 15% of predictions). Any type: the limits of
+    the training-time watch (shop_r1.watch) on the held-out mix. `types_lost`: gold types
+    (>= 5% of the steps) that `baseline` (the SFT stage) predicted and this stage never does."""
+    from shop_r1.watch import WatchLimits
+
+    mix, gold = metrics.get("prediction_mix", {}), metrics.get("gold_mix", {})
+    pred = mix.get("terminate", 0.0)
+    gold_term = gold.get("terminate", 0.0)
+    collapsed = round(pred - gold_term, 9) >= 0.2 or (pred >= 0.15 and pred >= 3 * gold_term)
+    limits = WatchLimits()
+    parsed = sum(mix.values())
+    onto = None
+    if parsed > 0:
+        top = max(mix, key=lambda t: mix[t])
+        share = mix[top] / parsed
+        if (
+            round(share, 9) >= limits.collapse_share
+            and round(1.0 - gold.get(top, 0.0), 9) >= limits.collapse_gap
+        ):
+            onto = top
+    before = (baseline or {}).get("prediction_mix", {})
+    lost = [t for t, g in gold.items() if g >= 0.05 and not mix.get(t) and before.get(t)]
     return {
         "terminate_predicted_share": pred,
-        "terminate_gold_share": gold,
+        "terminate_gold_share": gold_term,
         "collapsed_onto_terminate": collapsed,
+        "collapsed_onto": onto,
+        "types_lost": lost,
     }
 
 
@@ -323,8 +345,19 @@ def render_table(results: dict[str, Any]) -> str:
         "",
         f"{n} held-out steps ({support}); wall time {results['timings']['total_s']:.0f} s.",
     ]
-    if results.get("collapse", {}).get("collapsed_onto_terminate"):
+    collapse = results.get("collapse", {})
+    if collapse.get("collapsed_onto_terminate"):
         lines.append(
             "WARNING: after GRPO the model predicts `terminate` far more often than it occurs."
+        )
+    if collapse.get("collapsed_onto"):
+        lines.append(
+            f"WARNING: after GRPO the model collapsed onto `{collapse['collapsed_onto']}`."
+        )
+    if collapse.get("types_lost"):
+        lines.append(
+            "WARNING: after GRPO the model never predicts "
+            + ", ".join(f"`{t}`" for t in collapse["types_lost"])
+            + " (SFT did)."
         )
     return "\n".join(lines)

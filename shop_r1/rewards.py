@@ -220,7 +220,7 @@ class FormatReward(_Component):
 
 
 class TypeReward(_Component):
-    """0.3 for the right action type; logs the predicted type mix (watch `terminate`)."""
+    """0.3 for the right action type; logs the predicted and the gold type mix (shop_r1.watch)."""
 
     component = "type"
 
@@ -230,8 +230,13 @@ class TypeReward(_Component):
             parsed = parse_cached(completion_text(c), self.cfg.strict)
             if parsed.action is not None:
                 counts[parsed.action.type] += 1
+        gold = dict.fromkeys(counts, 0)
+        for g in gold_action:
+            gold[gold_action_of(g).type] += 1
         for kind, count in counts.items():
             log_metric(f"pred_type/{kind}", count / len(completions))
+            # the batch's own gold mix: a collapse is a prediction share far from it
+            log_metric(f"gold_type/{kind}", gold[kind] / len(completions))
 
 
 class AttributeReward(_Component):

@@ -87,12 +87,14 @@ def train(
     from trl import GRPOTrainer
 
     from shop_r1.callbacks import BindPolicyCallback, NonFiniteGradGuard, SummaryCallback
+    from shop_r1.watch import RolloutWatch
 
     if plan.attn_implementation == "sdpa":
         _compat.guard_sdpa_padded_rows()
     rewards = build_rewards(cfg) + list(extra_rewards)
     needs_policy = [r for r in rewards if hasattr(r, "bind")]
     guard = NonFiniteGradGuard()
+    watch = RolloutWatch()
     summary = SummaryCallback(
         shape, plan.seq_len, gpu_name=gpu_name, n_gpus=cfg.num_processes, guard=guard
     )
@@ -105,10 +107,11 @@ def train(
         reward_funcs=rewards,
         train_dataset=dataset,
         processing_class=tokenizer,
-        callbacks=[BindPolicyCallback(needs_policy, tokenizer), summary, guard],
+        callbacks=[BindPolicyCallback(needs_policy, tokenizer), summary, guard, watch],
     )
     _compat.guard_padded_logps(trainer)
     trainer.train(resume_from_checkpoint=last_checkpoint(cfg.output_dir) if resume else None)
     trainer.save_model(cfg.output_dir)
     tokenizer.save_pretrained(cfg.output_dir)
+    summary.summary["findings"] = [f.code for f in watch.findings]
     return summary.summary

@@ -64,3 +64,35 @@ def test_pipeline_runs_every_stage_and_writes_the_table(tmp_path):
 def test_collapse_flag(pred, gold, collapsed):
     metrics = {"prediction_mix": {"terminate": pred}, "gold_mix": {"terminate": gold}}
     assert collapse_check(metrics)["collapsed_onto_terminate"] is collapsed
+
+
+def _stage(pred: dict, gold: dict) -> dict:
+    return {"prediction_mix": pred, "gold_mix": gold}
+
+
+# the H100 run (SmolLM2-135M, GRPO lr 1e-5): held-out gold 81% click, SFT predicted
+# type_and_submit on 18% of the steps, GRPO on none
+GOLD = {"click": 0.8125, "type_and_submit": 0.1208, "terminate": 0.0667}
+SFT = {"click": 0.8208, "type_and_submit": 0.1792, "terminate": 0.0}
+
+
+@pytest.mark.parametrize(
+    ("pred", "onto", "lost"),
+    [
+        ({"click": 1.0, "type_and_submit": 0.0, "terminate": 0.0}, "click", ["type_and_submit"]),
+        (SFT, None, []),
+        # 95% of the parsed predictions, gold leaves more than 10% to others: collapsed
+        ({"click": 0.76, "type_and_submit": 0.04, "terminate": 0.0}, "click", []),
+        ({"click": 0.75, "type_and_submit": 0.05, "terminate": 0.0}, None, []),
+        # nothing parsed: every type SFT predicted is lost
+        (
+            {"click": 0.0, "type_and_submit": 0.0, "terminate": 0.0},
+            None,
+            ["click", "type_and_submit"],
+        ),
+    ],
+)
+def test_collapse_onto_any_type_and_types_lost(pred, onto, lost):
+    result = collapse_check(_stage(pred, GOLD), _stage(SFT, GOLD))
+    assert result["collapsed_onto"] == onto
+    assert result["types_lost"] == lost
