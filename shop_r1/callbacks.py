@@ -107,9 +107,11 @@ class SummaryCallback(TrainerCallback):
         n_gpus: int = 1,
         warmup_steps: int = 1,
         guard: NonFiniteGradGuard | None = None,
+        watch: Any = None,  # shop_r1.watch.RolloutWatch: its findings go in the summary
     ) -> None:
         self.shape, self.seq_len = shape, seq_len
         self.guard = guard
+        self.watch = watch
         self.gpu_name, self.n_gpus = gpu_name, n_gpus
         self.warmup_steps = warmup_steps
         self.start: float | None = None
@@ -172,6 +174,8 @@ class SummaryCallback(TrainerCallback):
             self.summary["skipped_nonfinite_steps"] = self.guard.skipped
         if self.curve:
             self.summary["reward_curve"] = self.curve
+        if self.watch is not None:
+            self.summary["findings"] = [f.code for f in self.watch.findings]
         if state.is_world_process_zero:
             out = Path(args.output_dir) / "summary.json"
             out.parent.mkdir(parents=True, exist_ok=True)

@@ -96,7 +96,12 @@ def train(
     guard = NonFiniteGradGuard()
     watch = RolloutWatch()
     summary = SummaryCallback(
-        shape, plan.seq_len, gpu_name=gpu_name, n_gpus=cfg.num_processes, guard=guard
+        shape,
+        plan.seq_len,
+        gpu_name=gpu_name,
+        n_gpus=cfg.num_processes,
+        guard=guard,
+        watch=watch,
     )
     dataset = Dataset.from_list(
         [{"prompt": r["prompt"], "gold_action": r["gold_action"]} for r in rows]
@@ -113,5 +118,4 @@ def train(
     trainer.train(resume_from_checkpoint=last_checkpoint(cfg.output_dir) if resume else None)
     trainer.save_model(cfg.output_dir)
     tokenizer.save_pretrained(cfg.output_dir)
-    summary.summary["findings"] = [f.code for f in watch.findings]
     return summary.summary

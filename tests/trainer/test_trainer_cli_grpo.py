@@ -100,6 +100,9 @@ def test_cli_grpo_trains_a_tiny_local_model(tiny_model_dir, tmp_path):
     assert "preflight ok" in result.output and f"saved to {out}" in result.output
     summary = json.loads((out / "summary.json").read_text())
     assert summary["steps"] == 3 and "first_reward" in summary, summary
+    # no completion parsed at any of the 3 logged steps: the rollout watch said so
+    assert summary["findings"] == ["GRPO_NO_REWARD_SIGNAL"], summary
+    assert "GRPO_NO_REWARD_SIGNAL" in result.output
     assert (out / "tokenizer_config.json").is_file()
     before = AutoModelForCausalLM.from_pretrained(tiny_model_dir)
     after = AutoModelForCausalLM.from_pretrained(out)
