@@ -156,9 +156,9 @@ def test_head_with_temp_dir_is_seen_and_ray_init_would_miss_it(dirs):
     finally:
         head.stop()
     gone = _probe(TMPDIR=empty)
-    assert gone["cluster"] == "none" and head.port not in [
-        int(h.rsplit(":", 1)[1]) for h in gone["local_heads"]
-    ]
+    assert head.port not in [int(h.rsplit(":", 1)[1]) for h in gone["local_heads"]]
+    if not _other_ray_running(temp):  # another test run's head on this box is not ours
+        assert gone["cluster"] == "none", gone
 
 
 def _other_ray_running(mine: str) -> bool:
