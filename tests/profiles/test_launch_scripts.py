@@ -224,6 +224,9 @@ def test_launch_cli_writes_script_and_siblings(tmp_path):
             "d.jsonl",
             "-o",
             str(out),
+            # the target: 2x H200 with vLLM (a recorded machine), not this one
+            "--snapshot",
+            str(Path(__file__).parents[1] / "trainer/snapshots/h200x2.json"),
         ],
     )
     assert result.exit_code == 0, result.output

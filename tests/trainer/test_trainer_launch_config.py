@@ -18,7 +18,20 @@ SNAPS = Path(__file__).parent / "snapshots"
 def _launch(tmp_path: Path, gpus: int) -> Path:
     script = tmp_path / "run.sh"
     result = CliRunner().invoke(
-        app, ["launch", "grpo", "--profile", "hopper", "--gpus", str(gpus), "-o", str(script)]
+        app,
+        # the target's facts (2x H200 with vLLM) decide the server layout
+        [
+            "launch",
+            "grpo",
+            "--profile",
+            "hopper",
+            "--gpus",
+            str(gpus),
+            "-o",
+            str(script),
+            "--snapshot",
+            str(SNAPS / "h200x2.json"),
+        ],
     )
     assert result.exit_code == 0, result.output
     config = tmp_path / "run.config.yaml"
