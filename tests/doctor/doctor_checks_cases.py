@@ -11,15 +11,17 @@ import json
 from pathlib import Path
 from typing import Any
 
-SNAPSHOTS = Path(__file__).parent.parent / "fixtures" / "snapshots"
+from machines import snapshot_path
+
+FIXTURES = Path(__file__).parent.parent / "fixtures"
 DELETE = object()
 GIB = 1024**3
 
 
 def healthy() -> dict[str, Any]:
     """The recorded H100 snapshot (the lead's real one when present)."""
-    real = SNAPSHOTS / "h100_real.json"
-    path = real if real.exists() else SNAPSHOTS / "h100_built.json"
+    real = snapshot_path("h100")
+    path = real if real.exists() else snapshot_path("h100-image")
     return json.loads(path.read_text(encoding="utf-8"))
 
 

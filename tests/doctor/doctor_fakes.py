@@ -1,7 +1,7 @@
 """Fakes of the outside world for the doctor's probe tests.
 
 `ReplayRunner` answers commands with outputs recorded on real machines
-(tests/fixtures/gpu/<machine>/); `FakeNVML` is a pynvml-shaped object built from the
+(tests/fixtures/machines/<machine>/); `FakeNVML` is a pynvml-shaped object built from the
 `nvml.json` recorded there. Neither knows anything about the probes under test.
 """
 
@@ -18,7 +18,7 @@ from shop_r1_doctor.isolate import CommandResult
 from shop_r1_doctor.probes.deps import DistRecord, PlatformFacts, ProbeDeps
 
 FIXTURES = Path(__file__).resolve().parents[1] / "fixtures"
-GPU = FIXTURES / "gpu"
+GPU = FIXTURES / "machines"  # the recorded machines (raw outputs + snapshot)
 FAKEPKGS = FIXTURES / "fakepkgs"
 
 QUERY_GPU = (

@@ -1,4 +1,4 @@
-"""Replay a recorded GPU machine (tests/fixtures/gpu/<machine>/) through every probe.
+"""Replay a recorded GPU machine (tests/fixtures/machines/<machine>/) through every probe.
 
 The recorded files stand in for the machine: nvml.json (FakeNVML), nvidia-smi outputs
 (ReplayRunner), /proc and /etc files (a temp root), packages.json (installed dists),

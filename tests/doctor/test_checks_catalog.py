@@ -8,8 +8,8 @@ import pytest
 from doctor_checks_cases import (
     CASES,
     CPU_DOCKER,
+    FIXTURES,
     GPU_EXPECTED_CASES,
-    SNAPSHOTS,
     healthy,
     merge,
 )
@@ -99,7 +99,7 @@ def test_incident_contract_example_plan() -> None:
         {
             "packages": {"vllm": {"version": "0.22.0", "requires": ["torch==2.11.0"]}},
             "env": {"PYTORCH_ALLOC_CONF": "expandable_segments:True"},
-            "plan": json.loads((SNAPSHOTS / "plan_incident.json").read_text()),
+            "plan": json.loads((FIXTURES / "plans" / "plan_incident.json").read_text()),
         },
     )
     codes = {f.code for f in run_checks(snap) if f.severity == "error"}

@@ -9,7 +9,7 @@ import pytest
 from shop_r1_doctor.checks import run_checks
 from shop_r1_doctor.ingest import DumpError, parse_dump, read_dump, snapshot_from_dump
 
-GPU = Path(__file__).resolve().parents[1] / "fixtures" / "gpu"
+GPU = Path(__file__).resolve().parents[1] / "fixtures" / "machines"
 
 TRL_ENV = """\
 Copy-paste the following information when reporting an issue:

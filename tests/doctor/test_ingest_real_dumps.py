@@ -21,7 +21,7 @@ from shop_r1_doctor.ingest import DumpError, snapshot_from_dump
 
 FIXTURES = Path(__file__).resolve().parents[1] / "fixtures"
 REAL = FIXTURES / "real_dumps"
-GPU = FIXTURES / "gpu"
+GPU = FIXTURES / "machines"
 CASES: list[dict[str, Any]] = yaml.safe_load((REAL / "cases.yaml").read_text())["cases"]
 DUMPS = [c for c in CASES if "error" not in c]
 
@@ -62,7 +62,7 @@ def test_not_a_dump_is_a_one_line_error(case):
     assert case["error"] in str(err.value) and "\n" not in str(err.value)
 
 
-# The project's own recordings from the H100 and the 2x H200 machines (tests/fixtures/gpu).
+# The project's own recordings from the H100 and the 2x H200 machines (tests/fixtures/machines).
 RECORDINGS = [
     ("h100/collect_env.txt", "h100/nvidia-smi.txt"),
     ("h100/nvidia-smi-busy.txt",),
@@ -162,7 +162,7 @@ UNDERSTOOD = {
 def test_forgetting_a_probed_fact_adds_only_understood_findings():
     golden = FIXTURES / "golden" / "broken.report.json"
     snap = json.loads(golden.read_text())["snapshot"]
-    snap["plan"] = json.loads((FIXTURES / "snapshots" / "plan_incident.json").read_text())
+    snap["plan"] = json.loads((FIXTURES / "plans" / "plan_incident.json").read_text())
     before = {(f.code, f.severity) for f in run_checks(snap)}
     skip = {"schema", "created", "tool_version", "probes_seconds"}
     for path in _leaves({k: v for k, v in snap.items() if k not in skip}):

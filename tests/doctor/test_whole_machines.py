@@ -11,26 +11,25 @@ Each case's expectations were decided from the failure-mode catalog and the comp
 from __future__ import annotations
 
 import copy
-import json
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 import pytest
+from machines import machine_snapshot
 
 from shop_r1_doctor.checks import run_checks
 
-SNAPSHOTS = Path(__file__).parents[1] / "fixtures" / "snapshots"
 GIB = 2**30
 
 
 def real(name: str) -> dict[str, Any]:
-    return json.loads((SNAPSHOTS / f"{name}.json").read_text())
+    return machine_snapshot(name)
 
 
-H100 = real("h100_real")
-H200X2 = real("h200x2_real")
+H100 = real("h100")
+H200X2 = real("h200x2")
 
 
 def gpu(index: int, name: str, cc: str, total_gib: float, used_gib: float = 0.5) -> dict:

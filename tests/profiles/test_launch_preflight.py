@@ -27,10 +27,10 @@ Regression: `launch grpo --profile hopper` on the H100 without flash-attn used t
 from __future__ import annotations
 
 import json
-from pathlib import Path
 
 import pytest
 import yaml
+from machines import machine_snapshot, snapshot_path
 
 from shop_r1.config import load_config
 from shop_r1.preflight import prepare
@@ -44,20 +44,14 @@ from shop_r1_doctor.memory import KNOWN_SHAPES
 from shop_r1_doctor.profiles.model import get_profile
 from shop_r1_doctor.runplan import RUNPLAN_SCHEMA, RunPlan
 
-TESTS = Path(__file__).resolve().parents[1]
-MACHINES = {
-    "h100": TESTS / "fixtures/snapshots/h100_real.json",
-    "h200x2": TESTS / "fixtures/snapshots/h200x2_real.json",
-    "cpu": TESTS / "trainer/snapshots/cpu.json",
-    "h100-fa-vllm": TESTS / "trainer/snapshots/h100.json",
-    "h200x2-vllm": TESTS / "trainer/snapshots/h200x2.json",
-}
+# recorded on the lent machines (h100, h200x2) or built for the trainer's tests
+MACHINES = ["h100", "h200x2", "cpu", "h100-fa-vllm", "h200x2-fa-vllm"]
 ROWS = [{"prompt": [{"role": "user", "content": "p"}], "completion": [], "gold_action": "{}"}] * 512
 MODEL = "Qwen/Qwen2.5-0.5B-Instruct"
 
 
 def _snapshot(machine: str) -> dict:
-    return json.loads(MACHINES[machine].read_text())
+    return machine_snapshot(machine)
 
 
 def _layouts():
@@ -198,7 +192,7 @@ def test_launch_profile_plans_on_the_target_facts(tmp_path, argv, want):
     from shop_r1.cli import app
     from tests.cli_errors import error_line
 
-    snap = MACHINES["h100"]
+    snap = snapshot_path("h100")
     script = tmp_path / "run.sh"
     result = CliRunner().invoke(app, ["launch", *argv, "--snapshot", str(snap), "-o", str(script)])
     if argv[0] == "vllm-server":

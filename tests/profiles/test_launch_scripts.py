@@ -13,6 +13,7 @@ from pathlib import Path
 
 import pytest
 import yaml
+from machines import snapshot_path
 
 from shop_r1_doctor.errors import ToolError
 from shop_r1_doctor.launch import LaunchRequest, plan_launch, render_launch
@@ -226,7 +227,7 @@ def test_launch_cli_writes_script_and_siblings(tmp_path):
             str(out),
             # the target: 2x H200 with vLLM (a recorded machine), not this one
             "--snapshot",
-            str(Path(__file__).parents[1] / "trainer/snapshots/h200x2.json"),
+            str(snapshot_path("h200x2-fa-vllm")),
         ],
     )
     assert result.exit_code == 0, result.output

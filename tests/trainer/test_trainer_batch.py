@@ -7,10 +7,8 @@ The invariant: one optimizer step sees global_batch_size rows (SFT) or completio
 
 from __future__ import annotations
 
-import json
-from pathlib import Path
-
 import pytest
+from machines import machine_snapshot
 
 from shop_r1.autoconfig import decide
 from shop_r1.config import GRPORunConfig, SFTRunConfig, load_config
@@ -19,12 +17,11 @@ from shop_r1_doctor.errors import ToolError
 from shop_r1_doctor.facts import Facts
 from shop_r1_doctor.memory import KNOWN_SHAPES
 
-SNAPSHOTS = Path(__file__).parent / "snapshots"
 SHAPE = KNOWN_SHAPES["0.5b"]
 
 
-def _snap(name: str = "h200x2") -> dict:
-    return json.loads((SNAPSHOTS / f"{name}.json").read_text())
+def _snap(name: str = "h200x2-fa-vllm") -> dict:
+    return machine_snapshot(name)
 
 
 # (processes, global batch, micro batch, accumulation) -> (micro batch, accumulation)

@@ -12,6 +12,8 @@ from typer.testing import CliRunner
 torch = pytest.importorskip("torch")
 pytest.importorskip("trl")
 
+from machines import snapshot_path  # noqa: E402
+
 from shop_r1.cli import app  # noqa: E402
 from shop_r1.config import GRPORunConfig  # noqa: E402
 from shop_r1.data.io import write_sessions  # noqa: E402
@@ -21,7 +23,7 @@ from shop_r1.preflight import prepare  # noqa: E402
 from shop_r1.tiny import make_tiny_model_and_tokenizer  # noqa: E402
 from shop_r1_doctor.memory import KNOWN_SHAPES  # noqa: E402
 
-CPU_SNAPSHOT = Path(__file__).parent / "snapshots" / "cpu.json"
+CPU_SNAPSHOT = snapshot_path("cpu")
 CODE = "TRAINER_ZERO_STEPS_TINY_DATASET"
 
 

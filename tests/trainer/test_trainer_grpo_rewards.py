@@ -12,12 +12,13 @@ weights. Expected totals are hand-computed from the paper's Table 1:
 from __future__ import annotations
 
 import json
-from pathlib import Path
 
 import pytest
 
 torch = pytest.importorskip("torch")
 pytest.importorskip("trl")
+
+from machines import snapshot_path  # noqa: E402
 
 from shop_r1 import train_grpo  # noqa: E402
 from shop_r1.autoconfig import decide  # noqa: E402
@@ -25,7 +26,7 @@ from shop_r1.config import GRPORunConfig  # noqa: E402
 from shop_r1.tiny import make_tiny_model_and_tokenizer  # noqa: E402
 from shop_r1_doctor.memory import ModelShape  # noqa: E402
 
-CPU_SNAPSHOT = Path(__file__).parent / "snapshots" / "cpu.json"
+CPU_SNAPSHOT = snapshot_path("cpu")
 GOLD = json.dumps({"type": "click", "name": "add_to_cart"})
 
 

@@ -1,18 +1,16 @@
 """Run configs that `shop-r1 launch grpo` writes load through `shop-r1 train grpo`, and
 their vLLM server address reaches TRL's GRPOConfig."""
 
-import json
 from pathlib import Path
 
 import pytest
+from machines import machine_snapshot, snapshot_path
 from typer.testing import CliRunner
 
 from shop_r1.autoconfig import decide
 from shop_r1.cli import app
 from shop_r1.config import load_config
 from shop_r1_doctor.memory import KNOWN_SHAPES
-
-SNAPS = Path(__file__).parent / "snapshots"
 
 
 def _launch(tmp_path: Path, gpus: int) -> Path:
@@ -30,7 +28,7 @@ def _launch(tmp_path: Path, gpus: int) -> Path:
             "-o",
             str(script),
             "--snapshot",
-            str(SNAPS / "h200x2.json"),
+            str(snapshot_path("h200x2-fa-vllm")),
         ],
     )
     assert result.exit_code == 0, result.output
@@ -70,7 +68,7 @@ def test_server_address_reaches_trl_grpo_config(tmp_path):
         "dtype: fp32\n"  # TrainingArguments refuses bf16 on this CPU-only test machine
     )
     cfg, _ = load_config("grpo", yaml_path=config, flags={"output_dir": str(tmp_path)})
-    snapshot = json.loads((SNAPS / "h200x2.json").read_text())
+    snapshot = machine_snapshot("h200x2-fa-vllm")
     plan = decide(snapshot, cfg, KNOWN_SHAPES["0.5b"], seq_len=512)
     assert plan.use_vllm and plan.vllm_mode == "server"
     args = trl_config(cfg, plan)

@@ -4,20 +4,19 @@ Per-example losses and gradients of a packed micro batch (TRL's padding-free col
 the `sdpa_varlen` attention) must equal those of each example run alone; a planted
 kernel that attends across examples must fail the same comparison."""
 
-import json
-from pathlib import Path
-
 import pytest
 
 torch = pytest.importorskip("torch")
 pytest.importorskip("trl")
+
+from machines import machine_snapshot  # noqa: E402
 
 from shop_r1 import packing, train_sft  # noqa: E402
 from shop_r1.autoconfig import decide  # noqa: E402
 from shop_r1.config import SFTRunConfig  # noqa: E402
 from shop_r1.tiny import tiny_config_dict  # noqa: E402
 
-CPU = json.loads((Path(__file__).parent / "snapshots" / "cpu.json").read_text())
+CPU = machine_snapshot("cpu")
 # GQA (4 query heads on 2 kv heads), three examples of different lengths
 CONFIG = tiny_config_dict(300, hidden=64, layers=2, heads=4, kv_heads=2)
 LENGTHS = [37, 12, 61]

@@ -1,8 +1,8 @@
 """Each plan-dependent failure stops the run with its code, through the real CLI too."""
 
 import json
-from pathlib import Path
 
+from machines import machine_snapshot, snapshot_path
 from typer.testing import CliRunner
 
 from shop_r1.cli import app
@@ -10,11 +10,9 @@ from shop_r1.config import GRPORunConfig, SFTRunConfig
 from shop_r1.preflight import prepare
 from shop_r1_doctor.memory import KNOWN_SHAPES
 
-SNAPS = Path(__file__).parent / "snapshots"
-
 
 def _snap(name):
-    return json.loads((SNAPS / f"{name}.json").read_text())
+    return machine_snapshot(name)
 
 
 def _rows(n):
@@ -95,7 +93,7 @@ def test_cli_stops_on_a_tiny_dataset_before_loading_the_model(tmp_path):
             str(tmp_path / "out"),
             "--dry-run",
             "--snapshot",
-            str(SNAPS / "cpu.json"),
+            str(snapshot_path("cpu")),
         ],
     )
     assert result.exit_code == 1, result.output

@@ -1,12 +1,11 @@
 """Tiny-model SFT and GRPO runs on the CPU through the real trainer path."""
 
-import json
-from pathlib import Path
-
 import pytest
 
 torch = pytest.importorskip("torch")
 pytest.importorskip("trl")
+
+from machines import machine_snapshot  # noqa: E402
 
 from shop_r1 import train_grpo, train_sft  # noqa: E402
 from shop_r1.autoconfig import decide  # noqa: E402
@@ -16,7 +15,7 @@ from shop_r1.data.synth import generate_sessions  # noqa: E402
 from shop_r1.tiny import make_tiny_model_and_tokenizer  # noqa: E402
 from shop_r1_doctor.memory import ModelShape  # noqa: E402
 
-CPU = json.loads((Path(__file__).parent / "snapshots" / "cpu.json").read_text())
+CPU = machine_snapshot("cpu")
 pytestmark = pytest.mark.slow
 
 
