@@ -11,7 +11,9 @@ import json
 from pathlib import Path
 from typing import Any
 
-MACHINES = Path(__file__).resolve().parent / "fixtures" / "machines"
+from repo_paths import FIXTURES
+
+MACHINES = FIXTURES / "machines"
 
 
 def snapshot_path(name: str) -> Path:

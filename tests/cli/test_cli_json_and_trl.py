@@ -9,6 +9,7 @@ from pathlib import Path
 import pytest
 from cli_errors import error_line
 from machines import snapshot_path
+from repo_paths import ROOT
 from typer.testing import CliRunner
 
 from shop_r1.autoconfig import AutoPlan
@@ -162,7 +163,7 @@ def test_every_fix_setting_is_accepted_by_set() -> None:
     from shop_r1_doctor.errors import ToolError
     from shop_r1_doctor.yamlio import read_yaml
 
-    _, data = read_yaml(Path(__file__).parents[2] / "shop_r1_doctor/knowledge/codes.yaml")
+    _, data = read_yaml(ROOT / "shop_r1_doctor/knowledge/codes.yaml")
     codes = data.get("codes", data)
     checked = 0
     for code, entry in codes.items():

@@ -8,12 +8,10 @@ from __future__ import annotations
 
 import copy
 import json
-from pathlib import Path
 from typing import Any
 
 from machines import snapshot_path
 
-FIXTURES = Path(__file__).parent.parent / "fixtures"
 DELETE = object()
 GIB = 1024**3
 

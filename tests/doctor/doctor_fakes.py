@@ -14,10 +14,11 @@ from pathlib import Path
 from types import SimpleNamespace
 from typing import Any
 
+from repo_paths import FIXTURES
+
 from shop_r1_doctor.isolate import CommandResult
 from shop_r1_doctor.probes.deps import DistRecord, PlatformFacts, ProbeDeps
 
-FIXTURES = Path(__file__).resolve().parents[1] / "fixtures"
 GPU = FIXTURES / "machines"  # the recorded machines (raw outputs + snapshot)
 FAKEPKGS = FIXTURES / "fakepkgs"
 

@@ -3,6 +3,6 @@
 
 from __future__ import annotations
 
-from pathlib import Path
+from repo_paths import GOLDEN
 
-GOLDEN = Path(__file__).resolve().parents[1] / "fixtures" / "golden"
+__all__ = ["GOLDEN"]

@@ -8,11 +8,11 @@ import pytest
 from doctor_checks_cases import (
     CASES,
     CPU_DOCKER,
-    FIXTURES,
     GPU_EXPECTED_CASES,
     healthy,
     merge,
 )
+from repo_paths import FIXTURES
 
 from shop_r1_doctor.checks import REGISTRY, run_checks
 from shop_r1_doctor.facts import Facts

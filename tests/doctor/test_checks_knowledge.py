@@ -6,6 +6,7 @@ from pathlib import Path
 
 import pytest
 from packaging.version import Version
+from repo_paths import ROOT
 
 from shop_r1_doctor.errors import ToolError
 from shop_r1_doctor.knowledge import (
@@ -84,7 +85,7 @@ def test_unreadable_file(tmp_path: Path) -> None:
 def test_docs_checks_md_is_in_sync() -> None:
     from shop_r1_doctor.checks.docs import render_markdown
 
-    docs = Path(__file__).parents[2] / "docs" / "checks.md"
+    docs = ROOT / "docs" / "checks.md"
     assert docs.read_text(encoding="utf-8") == render_markdown(), (
         "regenerate: python -m shop_r1_doctor.checks.docs > docs/checks.md"
     )

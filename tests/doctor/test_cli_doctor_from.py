@@ -3,13 +3,13 @@
 from __future__ import annotations
 
 import json
-from pathlib import Path
 
+from repo_paths import FIXTURES
 from typer.testing import CliRunner
 
 from shop_r1_doctor.cli.main import app
 
-REAL = Path(__file__).resolve().parents[1] / "fixtures" / "real_dumps"
+REAL = FIXTURES / "real_dumps"
 
 
 def invoke(*args: str, stdin: str | None = None):

@@ -9,9 +9,10 @@ from __future__ import annotations
 import re
 from pathlib import Path
 
+from repo_paths import ROOT
+
 from shop_r1_doctor.knowledge import load_codes
 
-ROOT = Path(__file__).resolve().parents[2]
 SOURCES = sorted(p for pkg in ("shop_r1", "shop_r1_doctor") for p in (ROOT / pkg).rglob("*.py"))
 # building a Finding by hand is allowed only in the helper and when reading a saved report
 BUILDERS = {"shop_r1_doctor/catalog.py", "shop_r1_doctor/diagnose.py"}

@@ -3,9 +3,9 @@
 from __future__ import annotations
 
 import re
-from pathlib import Path
 
 import pytest
+from repo_paths import ROOT
 
 from shop_r1_doctor.errors import ToolError
 from shop_r1_doctor.plan import PLAN_FIELDS, load_plan
@@ -82,7 +82,7 @@ def test_contract_plan_fields_are_all_accepted():
 
 # --- the RunPlan contract: what checks read == what a plan can say ---------------------
 
-CHECKS_DIR = Path(__file__).resolve().parents[2] / "shop_r1_doctor" / "checks"
+CHECKS_DIR = ROOT / "shop_r1_doctor" / "checks"
 READ = re.compile(r'plan_(?:get|int|str|bool|float)\(\s*facts,\s*"([a-z0-9_]+)"')
 
 
@@ -119,7 +119,7 @@ def test_producers_validate_like_plan_files():
 
 
 def test_docs_list_every_plan_field():
-    doc = (Path(__file__).resolve().parents[2] / "docs" / "doctor.md").read_text()
+    doc = (ROOT / "docs" / "doctor.md").read_text()
     assert [f for f in PLAN_FIELDS if f"| `{f}` |" not in doc] == []
 
 

@@ -16,12 +16,13 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
+from repo_paths import ROOT
 
 from shop_r1_doctor.checks import inputs
 from shop_r1_doctor.plan import PLAN_FIELDS
 from shop_r1_doctor.probes.env import relevant
 
-DOCS = Path(__file__).parents[2] / "docs" / "check-inputs.md"
+DOCS = ROOT / "docs" / "check-inputs.md"
 
 
 def orphans(

@@ -2,14 +2,13 @@
 
 from __future__ import annotations
 
-from pathlib import Path
-
 import pytest
+from repo_paths import FIXTURES
 
 from shop_r1_doctor.checks import run_checks
 from shop_r1_doctor.ingest import DumpError, parse_dump, read_dump, snapshot_from_dump
 
-GPU = Path(__file__).resolve().parents[1] / "fixtures" / "machines"
+GPU = FIXTURES / "machines"
 
 TRL_ENV = """\
 Copy-paste the following information when reporting an issue:
@@ -210,12 +209,7 @@ def test_nvcc_version_alone_does_not_mean_no_toolkit():
 
 
 def test_smi_q_of_one_gpu_among_several_gives_no_index():
-    text = (
-        Path(__file__).resolve().parents[1]
-        / "fixtures"
-        / "real_dumps"
-        / "gputil-38-nvidia-smi-q-windows.txt"
-    ).read_text()
+    text = (FIXTURES / "real_dumps" / "gputil-38-nvidia-smi-q-windows.txt").read_text()
     [gpu] = snapshot_from_dump(text)["gpus"]  # `nvidia-smi -q -i 0` on a 4-GPU machine
     assert gpu == {"name": "GeForce GTX 1080 Ti", "compute_capability": "6.1"}
 
@@ -236,7 +230,7 @@ def test_smi_q_of_one_gpu_among_several_gives_no_index():
     ],
 )
 def test_cpu_build_fix_never_pins_a_version_the_index_lacks(dump, fix):
-    text = (Path(__file__).resolve().parents[1] / "fixtures" / "real_dumps" / dump).read_text()
+    text = (FIXTURES / "real_dumps" / dump).read_text()
     [found] = [f for f in run_checks(snapshot_from_dump(text)) if f.code == "TORCH_CPU_ONLY_BUILD"]
     assert found.fix == fix
 

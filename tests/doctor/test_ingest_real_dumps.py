@@ -10,16 +10,15 @@ from __future__ import annotations
 
 import copy
 import json
-from pathlib import Path
 from typing import Any
 
 import pytest
 import yaml
+from repo_paths import FIXTURES
 
 from shop_r1_doctor.checks import run_checks
 from shop_r1_doctor.ingest import DumpError, snapshot_from_dump
 
-FIXTURES = Path(__file__).resolve().parents[1] / "fixtures"
 REAL = FIXTURES / "real_dumps"
 GPU = FIXTURES / "machines"
 CASES: list[dict[str, Any]] = yaml.safe_load((REAL / "cases.yaml").read_text())["cases"]

@@ -9,15 +9,14 @@ import os
 import pkgutil
 import subprocess
 import sys
-from pathlib import Path
 
 import pytest
+from repo_paths import ROOT
 
 import shop_r1_doctor
 
 tomllib = pytest.importorskip("tomllib")  # Python >= 3.11 (CI and the dev venv)
 
-ROOT = Path(__file__).resolve().parents[2]
 LINT = "import sys; from importlinter.cli import lint_imports_command; sys.exit(lint_imports_command())"
 
 

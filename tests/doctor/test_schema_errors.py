@@ -17,6 +17,7 @@ from pathlib import Path
 
 import pytest
 from golden import GOLDEN
+from repo_paths import ROOT
 from typer.testing import CliRunner
 
 from shop_r1.cli import app
@@ -24,8 +25,6 @@ from shop_r1_doctor.errors import ToolError
 from shop_r1_doctor.hardware import load_gpus
 from shop_r1_doctor.knowledge import COMPAT_PATH, load_codes_file, load_compat_file
 from shop_r1_doctor.logscan import load_signatures_file
-
-ROOT = Path(__file__).resolve().parents[2]
 
 CODES = """\
 schema: shop-r1.codes/1

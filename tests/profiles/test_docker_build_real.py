@@ -16,12 +16,9 @@ import os
 import re
 import subprocess
 import sys
-from pathlib import Path
 
-import pytest
-
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 import docker_engine
+import pytest
 
 from shop_r1_doctor.diagnose import Diagnosis
 from shop_r1_doctor.snapshot import REPORT_SCHEMA

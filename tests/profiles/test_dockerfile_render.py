@@ -12,11 +12,11 @@ from pathlib import Path
 
 import pytest
 from dockerfile_parse import DockerfileParser
+from repo_paths import ROOT
 
 from shop_r1_doctor.dockerfile import render
 from shop_r1_doctor.profiles.model import load_profiles
 
-ROOT = Path(__file__).resolve().parents[2]
 PROFILES = load_profiles()
 VARIANTS = [(name, ()) for name in sorted(PROFILES)] + [
     (name, ("megatron", "verl")) for name in sorted(PROFILES) if PROFILES[name].extras

@@ -14,13 +14,14 @@ from pathlib import Path
 import pytest
 import yaml
 from machines import snapshot_path
+from repo_paths import GOLDEN as GOLDEN_ROOT
 
 from shop_r1_doctor.errors import ToolError
 from shop_r1_doctor.launch import LaunchRequest, plan_launch, render_launch
 from shop_r1_doctor.launch.script import sibling_names, train_args
 from shop_r1_doctor.profiles.model import get_profile
 
-GOLDEN = Path(__file__).parent / "golden"
+GOLDEN = GOLDEN_ROOT / "launch"
 FAKE_PY = "/opt/venv/bin/python3"
 
 

@@ -5,13 +5,12 @@ from __future__ import annotations
 import importlib.util
 import subprocess
 import sys
-from pathlib import Path
 
 from packaging.version import Version
+from repo_paths import ROOT
 
 from shop_r1_doctor.knowledge import COMPAT_PATH, load_compat, load_compat_file
 
-ROOT = Path(__file__).resolve().parents[2]
 INDEX = ROOT / "tests" / "fixtures" / "index"
 SCRIPT = ROOT / "scripts" / "refresh_compat.py"
 

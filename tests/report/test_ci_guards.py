@@ -10,8 +10,8 @@ import sys
 from pathlib import Path
 
 import pytest
+from repo_paths import ROOT
 
-ROOT = Path(__file__).resolve().parents[2]
 TEST_SH = ROOT / "scripts" / "test.sh"
 
 

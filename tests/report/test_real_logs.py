@@ -9,15 +9,14 @@ from __future__ import annotations
 import importlib.util
 import re
 import sys
-from pathlib import Path
 
 import pytest
+from repo_paths import ROOT
 
 from shop_r1_doctor.errors import ToolError
 from shop_r1_doctor.knowledge import load_codes
 from shop_r1_doctor.logscan import diagnose_log, load_knowledge_file, scan_log
 
-ROOT = Path(__file__).resolve().parents[2]
 CORPUS_DIR = ROOT / "tests" / "fixtures" / "real_logs"
 
 _spec = importlib.util.spec_from_file_location(

@@ -5,16 +5,16 @@ from __future__ import annotations
 import json
 import subprocess
 import sys
-from pathlib import Path
 
 import pytest
+from repo_paths import FIXTURES
 
 from shop_r1_doctor.bugreport import ReportInput, RunOutcome, build_report
 from shop_r1_doctor.findings import Finding
 from shop_r1_doctor.redact import REDACTED, redact_env
 from tests.report.secret_corpus import CASES, ENV_CASES, SECRETS, SURVIVORS
 
-DATA = Path(__file__).parent / "data"
+DATA = FIXTURES / "report"
 SNAPSHOT = {
     "schema": "shop-r1.snapshot/1",
     "host": {

@@ -3,9 +3,9 @@
 from __future__ import annotations
 
 import re
-from pathlib import Path
 
 import pytest
+from repo_paths import FIXTURES
 
 from shop_r1_doctor.errors import ToolError
 from shop_r1_doctor.knowledge import load_codes
@@ -18,7 +18,7 @@ from shop_r1_doctor.logscan import (
     signal_lines,
 )
 
-DATA = Path(__file__).parent / "data"
+DATA = FIXTURES / "report"
 # A copy of ../shared/research/failure-modes.md (the catalog the doctor's codes come from).
 CATALOG = DATA / "failure-modes.md"
 
@@ -147,7 +147,7 @@ def test_incident_lines_are_recognised(line, code):
 
 
 def test_real_tiny_dataset_run_is_recognised_and_marked_silent():
-    # Recorded from tests/report/data/tiny_grpo.py with 1 row: exit 0, no step trained.
+    # Recorded from tests/fixtures/report/tiny_grpo.py with 1 row: exit 0, no step trained.
     matches = scan_log((DATA / "grpo_tiny_dataset_cpu.log").read_text(encoding="utf-8"))
     assert [m.signature.code for m in matches] == ["TRAINER_ZERO_STEPS_TINY_DATASET"]
     assert matches[0].signature.silent
@@ -155,7 +155,7 @@ def test_real_tiny_dataset_run_is_recognised_and_marked_silent():
 
 
 def test_no_signature_matches_a_clean_training_log():
-    # Recorded from tests/report/data/tiny_grpo.py with 8 rows (2 GRPO steps, exit 0).
+    # Recorded from tests/fixtures/report/tiny_grpo.py with 8 rows (2 GRPO steps, exit 0).
     clean = (DATA / "clean_grpo_cpu.log").read_text(encoding="utf-8")
     assert scan_log(clean) == []
     assert extract_traceback(clean) is None

@@ -4,16 +4,15 @@ Regenerate after an intended change: pytest tests/trainer/test_trainer_autoconfi
 """
 
 import json
-from pathlib import Path
 
 import pytest
 from machines import machine_snapshot
+from repo_paths import GOLDEN
 
 from shop_r1.autoconfig import decide, render_text
 from shop_r1.config import GRPORunConfig, SFTRunConfig
 from shop_r1_doctor.memory import GIB, KNOWN_SHAPES
 
-HERE = Path(__file__).parent
 MACHINES = ["h100-fa-vllm", "h200x2-fa-vllm", "ada4090", "t4", "cpu"]
 
 
@@ -27,7 +26,7 @@ def test_decision_table_golden(machine, command, golden):
     shape = KNOWN_SHAPES["0.5b"] if machine in ("cpu", "t4") else KNOWN_SHAPES["1.5b"]
     cfg = SFTRunConfig() if command == "sft" else GRPORunConfig()
     text = render_text(decide(_snap(machine), cfg, shape, seq_len=3072))
-    golden(HERE / "golden" / f"autoconfig_{machine}_{command}.txt", text)
+    golden(GOLDEN / "autoconfig" / f"autoconfig_{machine}_{command}.txt", text)
 
 
 def test_attention_choice_per_machine():

@@ -5,6 +5,7 @@ import sys
 from pathlib import Path
 
 import pytest
+from repo_paths import ROOT
 from typer.testing import CliRunner
 
 from shop_r1.cli import app
@@ -18,7 +19,7 @@ from shop_r1.config import (
 )
 from shop_r1_doctor.errors import ToolError
 
-SHIPPED = Path(__file__).resolve().parents[2] / "shop_r1" / "configs"
+SHIPPED = ROOT / "shop_r1" / "configs"
 
 
 def _command_of(path: Path) -> str:
