@@ -19,7 +19,7 @@ import pytest
 
 ray = pytest.importorskip("ray", reason="ray is not installed (pip install -e '.[ray]')")
 
-from test_launch_scripts import _free_port  # noqa: E402
+from test_script import _free_port  # noqa: E402
 
 from shop_r1_doctor.launch import LaunchRequest, plan_launch, render_launch  # noqa: E402
 from shop_r1_doctor.profiles.model import get_profile  # noqa: E402

@@ -12,7 +12,7 @@ from repo_paths import FIXTURES
 from shop_r1_doctor.bugreport import ReportInput, RunOutcome, build_report
 from shop_r1_doctor.findings import Finding
 from shop_r1_doctor.redact import REDACTED, redact_env
-from tests.report.secret_corpus import CASES, ENV_CASES, SECRETS, SURVIVORS
+from tests.secret_corpus import CASES, ENV_CASES, SECRETS, SURVIVORS
 
 DATA = FIXTURES / "report"
 SNAPSHOT = {

@@ -17,7 +17,7 @@ from shop_r1_doctor.redact import (
     redact_hosts,
     redact_text,
 )
-from tests.report.secret_corpus import BARE, CASES, ENV_CASES, SECRETS, SURVIVORS
+from tests.secret_corpus import BARE, CASES, ENV_CASES, SECRETS, SURVIVORS
 
 
 def test_corpus_size_is_what_the_report_claims():

@@ -57,7 +57,8 @@ def _pytest(args: list[str], env: dict[str, str], cwd: Path = ROOT):
 def test_update_goldens_is_refused_in_ci():
     env = {**os.environ, "CI": "true"}
     proc = _pytest(
-        ["--update-goldens", "--collect-only", "-q", "tests/doctor/test_render_json.py"], env
+        ["--update-goldens", "--collect-only", "-q", "tests/shop_r1_doctor/render/test_json.py"],
+        env,
     )
     assert proc.returncode == 4, proc.stdout + proc.stderr
     assert "--update-goldens is refused under CI=true" in proc.stderr
@@ -83,7 +84,7 @@ def broken_trl(tmp_path: Path) -> Path:
 
 
 def test_ci_fails_on_a_broken_training_stack_instead_of_skipping(broken_trl):
-    target = "tests/trainer/test_eval_demo.py"  # importorskip("trl") at the top
+    target = "tests/shop_r1/test_demo.py"  # importorskip("trl") at the top
     path = os.pathsep.join([str(broken_trl), str(ROOT)])
     local = _pytest(["-q", target], {**os.environ, "PYTHONPATH": path, "CI": ""})
     # without CI: skipped (exit 5, nothing ran) so a laptop without the stack still runs

@@ -9,7 +9,7 @@ import sys
 
 import pytest
 
-from tests.report.secret_corpus import SECRETS
+from tests.secret_corpus import SECRETS
 
 SHOP_R1 = [sys.executable, "-m", "shop_r1.cli"]
 PY = sys.executable
