@@ -1,7 +1,7 @@
 """The recorded machines (tests/fixtures/machines/<name>/), found in one place.
 
 Each folder holds what was recorded on one machine: raw outputs the probes parse
-(nvidia-smi, NVML dump, /proc files, packages; replayed by tests/doctor/doctor_replay.py)
+(nvidia-smi, NVML dump, /proc files, packages; replayed by tests/doctor_replay.py)
 and/or its `snapshot.json` (the doctor's facts). See tests/fixtures/machines/README.md.
 """
 

@@ -1,6 +1,6 @@
 """Golden decision tables for recorded snapshots of several machines.
 
-Regenerate after an intended change: pytest tests/trainer/test_trainer_autoconfig.py --update-goldens
+Regenerate after an intended change: pytest tests/shop_r1/test_autoconfig.py --update-goldens
 """
 
 import json

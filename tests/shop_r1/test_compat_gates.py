@@ -21,7 +21,7 @@ def test_patched_private_method_is_the_one_verified(patch):
     have = _compat._version(patch.dist)
     assert have in SpecifierSet(patch.verified), (
         f"{patch.dist} {have} is outside {patch.verified}: re-verify {patch.method} "
-        "(tests/trainer/test_trainer_grpo_padding.py), then widen `verified`"
+        "(tests/shop_r1/test_train_grpo_padding.py), then widen `verified`"
     )
     names, sha = patch.fingerprint()
     assert names == patch.params, f"{patch.method} signature changed: {names}"

@@ -39,7 +39,7 @@ def test_healthy_h100_has_no_errors_and_no_noise() -> None:
 
 def test_every_snapshot_only_code_has_a_case() -> None:
     codes = load_codes()
-    # PROFILE_DEVIATION comes from profiles.match (tests/profiles/test_profiles_match.py)
+    # PROFILE_DEVIATION comes from profiles.match (tests/shop_r1_doctor/profiles/test_match.py)
     visible = {c for c, info in codes.items() if not info.log_only} - {
         "CHECK_FAILED",
         "PROFILE_DEVIATION",

@@ -1,4 +1,4 @@
-"""The Docker engine probe and its checks (the real engine: tests/profiles/test_docker_build_real.py)."""
+"""The Docker engine probe and its checks (the real engine: tests/e2e/test_docker_build_real.py)."""
 
 from __future__ import annotations
 
