@@ -12,7 +12,7 @@ code(s) that cause maps to. Figures printed:
   scanner claimed a cause, and how many of those claims are error-level;
 - no fitting code: expected codes that knowledge/codes.yaml does not define, by family.
 
-tests/report/test_real_logs.py runs the same evaluation and enforces the thresholds.
+tests/shop_r1_doctor/test_logscan_real_logs.py runs the same evaluation and enforces the thresholds.
 """
 
 from __future__ import annotations

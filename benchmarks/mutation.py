@@ -46,48 +46,48 @@ MODULES: tuple[Module, ...] = (
     Module(
         "rewards",
         ("shop_r1/rewards.py",),
-        ("tests/task/test_task_rewards.py", "tests/task/test_task_decisions.py"),
+        ("tests/shop_r1/test_rewards.py", "tests/shop_r1/test_rewards_decisions.py"),
     ),
     Module(
         "parser",
         ("shop_r1/parser.py",),
-        ("tests/task/test_task_parser.py", "tests/task/test_task_decisions.py"),
+        ("tests/shop_r1/test_parser.py", "tests/shop_r1/test_rewards_decisions.py"),
     ),
     Module(
         "metrics",
         ("shop_r1/metrics.py",),
-        ("tests/task/test_task_score.py", "tests/task/test_task_decisions.py"),
+        ("tests/shop_r1/test_score.py", "tests/shop_r1/test_rewards_decisions.py"),
     ),
     Module(
         "rouge",
         ("shop_r1/rouge.py",),
         (
-            "tests/task/test_task_rewards.py",
-            "tests/task/test_task_parser.py",
-            "tests/task/test_task_decisions.py",
+            "tests/shop_r1/test_rewards.py",
+            "tests/shop_r1/test_parser.py",
+            "tests/shop_r1/test_rewards_decisions.py",
         ),
     ),
     Module(
         "config",
         ("shop_r1/config.py",),
         (
-            "tests/trainer/test_trainer_config.py",
-            "tests/trainer/test_trainer_config_table.py",
-            "tests/trainer/test_trainer_batch.py",
+            "tests/shop_r1/test_config.py",
+            "tests/shop_r1/test_config_table.py",
+            "tests/shop_r1/test_autoconfig_batch.py",
         ),
     ),
     Module(
         "autoconfig",
         ("shop_r1/autoconfig.py",),
-        ("tests/trainer/test_trainer_autoconfig.py", "tests/trainer/test_trainer_batch.py"),
+        ("tests/shop_r1/test_autoconfig.py", "tests/shop_r1/test_autoconfig_batch.py"),
     ),
     Module(
         "memory",
         ("shop_r1_doctor/memory.py",),
         (
-            "tests/trainer/test_trainer_memory.py",
-            "tests/trainer/test_trainer_memory_shapes.py",
-            "tests/doctor/test_doctor_plan.py",
+            "tests/shop_r1_doctor/test_memory.py",
+            "tests/shop_r1_doctor/test_memory_shapes.py",
+            "tests/shop_r1_doctor/test_plan_fields.py",
         ),
     ),
     # one entry per decision table of the doctor's checks (each is its own score)
@@ -96,11 +96,11 @@ MODULES: tuple[Module, ...] = (
             f"checks-{name}",
             (f"shop_r1_doctor/checks/{name}.py",),
             (
-                "tests/doctor/test_checks_catalog.py",
-                "tests/doctor/test_checks_knowledge.py",
-                "tests/doctor/test_checks_tables.py",
-                "tests/doctor/test_doctor_plan.py",
-                "tests/trainer/test_trainer_batch.py",
+                "tests/shop_r1_doctor/checks/test_checks_catalog.py",
+                "tests/shop_r1_doctor/knowledge/test_knowledge_load.py",
+                "tests/shop_r1_doctor/checks/test_gpu_driver_tables.py",
+                "tests/shop_r1_doctor/test_plan_fields.py",
+                "tests/shop_r1/test_autoconfig_batch.py",
             ),
         )
         for name in (
@@ -120,17 +120,23 @@ MODULES: tuple[Module, ...] = (
     Module(
         "profile-match",
         ("shop_r1_doctor/profiles/match.py",),
-        ("tests/profiles/test_profiles_match.py", "tests/profiles/test_profiles_match_table.py"),
+        (
+            "tests/shop_r1_doctor/profiles/test_match.py",
+            "tests/shop_r1_doctor/profiles/test_match_table.py",
+        ),
     ),
     Module(
         "isolate",
         ("shop_r1_doctor/isolate.py",),
-        ("tests/doctor/test_probe_faults.py", "tests/doctor/test_isolate.py"),
+        (
+            "tests/shop_r1_doctor/probes/test_collect_faults.py",
+            "tests/shop_r1_doctor/test_isolate.py",
+        ),
     ),
     Module(
         "logscan",
         ("shop_r1_doctor/logscan.py",),
-        ("tests/report/test_report_logscan.py", "tests/report/test_logscan_table.py"),
+        ("tests/shop_r1_doctor/test_logscan.py", "tests/shop_r1_doctor/test_logscan_table.py"),
     ),
 )
 

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Record the raw outputs the doctor's probes parse, on a real GPU machine, so tests can
-# replay them (tests/fixtures/gpu/<machine>/). Usage: scripts/record_gpu_fixtures.sh DIR
+# replay them (tests/fixtures/machines/<machine>/). Usage: scripts/record_gpu_fixtures.sh DIR
 set -uo pipefail
 out=${1:?usage: record_gpu_fixtures.sh DIR}
 mkdir -p "$out"

@@ -30,7 +30,7 @@ class PrivatePatch:
     """A patch of a private method, with the versions and the code it was verified on.
 
     Applied only inside `verified` (a packaging specifier of `dist`) and only when the
-    target still takes the recorded parameters; tests/trainer/test_trainer_compat_gates.py
+    target still takes the recorded parameters; tests/shop_r1/test_compat_gates.py
     fails when the installed method's signature or source differs from the fingerprint,
     i.e. when an upgrade needs the patch re-verified (then widen `verified` and update
     the fingerprint, or drop the patch)."""
@@ -147,7 +147,7 @@ def guard_padded_logps(trainer: Any) -> bool:
     `inf x 0` is NaN in the loss and in its gradient, and the optimizer then writes NaN
     weights (the next `generate()` dies with "probability tensor contains either `inf`,
     `nan` or element < 0"). Reproduced on the CPU with TRL's own `_compute_loss`
-    (tests/trainer/test_trainer_grpo_padding.py); the H100 runs that died that way had
+    (tests/shop_r1/test_train_grpo_padding.py); the H100 runs that died that way had
     another cause, SDPA's backward (`guard_sdpa_padded_rows`). Policy, old and reference
     log-probs all come from `_get_per_token_logps_and_entropies`; setting them to 0 at
     padded completion positions (`torch.where`: an exact 0 gradient there) makes every

@@ -1,10 +1,13 @@
 # ruff: noqa: RUF009 -- `_f` is `dataclasses.field` with the help text: a field, not a shared default
 """One typed config per training command: the single source of defaults.
 
-Precedence: dataclass default < YAML file (`--config`) < command-line flag. A YAML key
-that is not a field fails with the file, line and key; `__post_init__` collects every
-invalid value into one error that names each field. `"auto"` means: decided by
-`shop_r1.autoconfig` from the machine's facts, printed with the reason.
+Precedence: dataclass default < YAML file (`--config`) < command-line flag. A file is
+read by the doctor's one schema reader (`shop_r1_doctor.api.Reader`), so every error in
+it has the one shape `FILE:LINE: FIELD: message` (knowledge, profiles and plans share
+it): an unknown key, a wrong type, a value out of range. `__post_init__` collects every
+invalid value (`ConfigError.problems`, one per field); `load_config` places each on the
+line of the file that set it. `"auto"` means: decided by `shop_r1.autoconfig` from the
+machine's facts, printed with the reason.
 """
 
 from __future__ import annotations
@@ -14,6 +17,7 @@ import math
 import os
 import types
 import typing
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal, Union
@@ -38,6 +42,20 @@ Switch = Literal["auto", "on", "off"]
 
 def _f(default: Any, help: str) -> Any:
     return field(default=default, metadata={"help": help})
+
+
+class ConfigError(ToolError):
+    """Invalid values of a run config: `problems` is [(field, message)], all of them.
+
+    Built in code the text is `SFTRunConfig: field: message; ...`; `load_config` turns it
+    into `FILE:LINE: field: message` for the values a file set."""
+
+    def __init__(self, cls_name: str, problems: list[tuple[str, str]]) -> None:
+        self.problems = problems
+        super().__init__(f"{cls_name}: " + "; ".join(f"{f}: {m}" for f, m in problems))
+
+
+Fail = Callable[[str, str], ToolError]  # (field, message) -> the error in its source's shape
 
 
 @dataclass
@@ -134,7 +152,7 @@ class _RunConfig:
             errors.append(f"num_train_epochs: must be > 0, got {self.num_train_epochs}")
         for key, value in self.trl_args.items():  # TRL's names and types, with suggestions
             try:
-                _resolve_key(str(key), value, type(self), "trl_args")
+                _resolve_key(str(key), value, type(self), _nested("trl_args"))
             except ToolError as exc:
                 errors.append(str(exc))
         mb, ga = self.micro_batch_size, self.gradient_accumulation_steps
@@ -163,8 +181,9 @@ class _RunConfig:
 
     def __post_init__(self) -> None:
         errors = self._check()
-        if errors:
-            raise ToolError(f"{type(self).__name__}: " + "; ".join(errors))
+        if errors:  # every rule's text is `field: message`
+            problems = [(e.partition(": ")[0], e.partition(": ")[2]) for e in errors]
+            raise ConfigError(type(self).__name__, problems)
 
 
 @dataclass
@@ -349,23 +368,20 @@ def _type_errors(cfg: Any) -> list[str]:
 # --- loading: default < YAML < flag ---
 
 
-def read_yaml(path: Path, cls: type[_RunConfig]) -> dict[str, Any]:
-    """The YAML file's values; unknown keys fail with file:line: key."""
-    from shop_r1_doctor.api import SafeLoader
-    from shop_r1_doctor.api import read_yaml as read_yaml_file
+def read_yaml(path: Path, cls: type[_RunConfig]) -> tuple[Any, dict[str, Any]]:
+    """(the file's schema reader, its values); unknown keys and TRL fields of the wrong
+    type fail as `FILE:LINE: key: message`."""
+    from shop_r1_doctor.api import Reader
 
-    text, values = read_yaml_file(path, "config")  # one-line read / parse errors
-    node = yaml.compose(text, Loader=SafeLoader)  # for the line of an unknown key
+    reader, values = Reader.read(path, "config")  # one-line read / parse errors
     if values is None:
-        return {}
-    if not isinstance(values, dict) or node is None:
-        raise ToolError(f"{path}:1: a config file must be a mapping of setting: value")
+        return reader, {}
+    if not isinstance(values, dict):
+        raise reader.fail("", "a config file must be a mapping of setting: value")
     out: dict[str, Any] = {}
-    for key_node, _ in node.value:
-        key = key_node.value
-        where = f"{path}:{key_node.start_mark.line + 1}"
-        _merge(out, *_resolve_key(key, values[key], cls, where))
-    return out
+    for key, value in values.items():
+        _merge(out, *_resolve_key(str(key), value, cls, reader.fail))
+    return reader, out
 
 
 def parse_set(items: list[str], cls: type[_RunConfig]) -> dict[str, Any]:
@@ -385,8 +401,17 @@ def parse_set(items: list[str], cls: type[_RunConfig]) -> dict[str, Any]:
             hint = typing.get_type_hints(cls)[key]
             out[key] = _coerce(value, hint)
             continue
-        _merge(out, *_resolve_key(key, value, cls, f"--set {item}"))
+        _merge(out, *_resolve_key(key, value, cls, _flag(f"--set {item}")))
     return out
+
+
+def _flag(where: str) -> Fail:
+    return lambda field, message: ToolError(f"{where}: {field}: {message}")
+
+
+def _nested(parent: str) -> Fail:
+    """Errors inside a mapping field (`trl_args.top_p: ...`), collected by `_check`."""
+    return lambda field, message: ToolError(f"{parent}.{field}: {message}")
 
 
 # --- TRL's own fields: a TRL user's settings work unchanged ---
@@ -416,7 +441,7 @@ def trl_fields(cls: type[_RunConfig]) -> dict[str, Any]:
     return {f.name: f.type for f in dataclasses.fields(trl_cls)}
 
 
-def _resolve_key(key: str, value: Any, cls: type[_RunConfig], where: str) -> tuple[str, Any]:
+def _resolve_key(key: str, value: Any, cls: type[_RunConfig], fail: Fail) -> tuple[str, Any]:
     """(our field, value) for a config key: ours, a TRL alias, or a TRL field (trl_args)."""
     import difflib
 
@@ -424,7 +449,7 @@ def _resolve_key(key: str, value: Any, cls: type[_RunConfig], where: str) -> tup
     if key in known:
         return key, value
     if key in TRL_ALIASES:
-        return TRL_ALIASES[key], _alias_value(key, value, where)
+        return TRL_ALIASES[key], _alias_value(key, value, fail)
     fields = trl_fields(cls)
     if key in fields and key not in TRL_OWNED:
         hint = fields[key]
@@ -433,22 +458,23 @@ def _resolve_key(key: str, value: Any, cls: type[_RunConfig], where: str) -> tup
         except TypeError:  # a generic TRL annotation (list[str], ...): TRL checks it
             ok = True
         if not ok:
-            raise ToolError(f"{where}: {key}: TRL expects {_describe(hint)}, got {value!r}")
+            raise fail(key, f"TRL expects {_describe(hint)}, got {value!r}")
         return "trl_args", {key: _coerce(value, hint)}
     close = difflib.get_close_matches(key, sorted(known | set(fields) | set(TRL_ALIASES)), n=3)
     hint_text = f"did you mean {' or '.join(close)}? " if close else ""
     trl_name = "SFTConfig" if cls.__name__.startswith("SFT") else "GRPOConfig"
-    raise ToolError(
-        f"{where}: {key}: not a shop-r1 setting nor a TRL {trl_name} field; {hint_text}"
-        "run with --print-config to see shop-r1's settings"
+    raise fail(
+        key,
+        f"not a shop-r1 setting nor a TRL {trl_name} field; {hint_text}"
+        "run with --print-config to see shop-r1's settings",
     )
 
 
-def _alias_value(key: str, value: Any, where: str) -> Any:
+def _alias_value(key: str, value: Any, fail: Fail) -> Any:
     if not isinstance(value, bool) and key != "per_device_train_batch_size":
         if key == "attn_implementation":
             return value
-        raise ToolError(f"{where}: {key}: expected true or false, got {value!r}")
+        raise fail(key, f"expected true or false, got {value!r}")
     if key in ("bf16", "fp16"):
         return key if value else "fp32"
     if key == "per_device_train_batch_size":
@@ -470,8 +496,10 @@ def load_config(
     cls = CONFIG_CLASSES[command]
     values: dict[str, Any] = {}
     source: dict[str, str] = {}
+    reader = None
     if yaml_path is not None:
-        for key, value in read_yaml(yaml_path, cls).items():
+        reader, from_file = read_yaml(yaml_path, cls)
+        for key, value in from_file.items():
             values[key] = value
             source[key] = str(yaml_path)
     for key, value in (flags or {}).items():
@@ -480,15 +508,27 @@ def load_config(
                 value = {**values.get("trl_args", {}), **value}
             values[key] = value
             source[key] = "flag"
-    _processes_from_launcher(values, source)
+    _processes_from_launcher(values, source, reader)
     _default_batch_for_processes(cls, values, source)
     try:
         return cls(**values), source
-    except ToolError as exc:  # name the file the values came from
-        text = str(exc)
-        if yaml_path is not None and not text.startswith(str(yaml_path)):
-            raise ToolError(f"{yaml_path}: {text}") from None
-        raise
+    except ConfigError as exc:
+        if reader is None:
+            raise
+        raise _placed(exc, reader, source) from None
+
+
+def _placed(exc: ConfigError, reader: Any, source: dict[str, str]) -> ToolError:
+    """Each problem where its value came from: `FILE:LINE: field: message` for a value
+    the file set (or a default the file's values contradict), `field: message (flag)`
+    for a command-line value. One line; several problems are joined by `; `."""
+    parts = []
+    for name, message in exc.problems:
+        if source.get(name.split(".")[0]) == "flag":
+            parts.append(f"{name}: {message} (from a flag)")
+        else:
+            parts.append(str(reader.fail(name, message)))
+    return ToolError("; ".join(parts))
 
 
 def _default_batch_for_processes(
@@ -510,7 +550,9 @@ def _default_batch_for_processes(
         source["global_batch_size"] = f"default rounded up to a multiple of {unit}"
 
 
-def _processes_from_launcher(values: dict[str, Any], source: dict[str, str]) -> None:
+def _processes_from_launcher(
+    values: dict[str, Any], source: dict[str, str], reader: Any = None
+) -> None:
     """num_processes from the launcher: accelerate/torchrun export WORLD_SIZE to every
     process. Without this a 2-GPU run planned for 1 process doubles its effective batch."""
     world = os.environ.get("WORLD_SIZE", "").strip()
@@ -519,11 +561,14 @@ def _processes_from_launcher(values: dict[str, Any], source: dict[str, str]) -> 
     if "num_processes" not in values:
         values["num_processes"], source["num_processes"] = int(world), "WORLD_SIZE"
     elif values["num_processes"] != int(world):
-        raise ToolError(
-            f"num_processes: {values['num_processes']} (from {source['num_processes']}) but the "
-            f"launcher started WORLD_SIZE={world} processes; the batch arithmetic needs the "
-            "real count: drop num_processes or make it match"
+        message = (
+            f"{values['num_processes']} (from {source['num_processes']}) but the launcher "
+            f"started WORLD_SIZE={world} processes; the batch arithmetic needs the real "
+            "count: drop num_processes or make it match"
         )
+        if reader is not None and source["num_processes"] != "flag":
+            raise reader.fail("num_processes", message)
+        raise ToolError(f"num_processes: {message}")
 
 
 def render_config(cfg: _RunConfig, source: dict[str, str]) -> str:

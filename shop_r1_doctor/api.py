@@ -27,6 +27,7 @@ from shop_r1_doctor.memory import (
     vllm_memory_fraction,
 )
 from shop_r1_doctor.runplan import RUNPLAN_SCHEMA, RunPlan
+from shop_r1_doctor.schema import Reader
 from shop_r1_doctor.trl_rules import (
     TRL_DEFAULTS,
     grpo_batch,
@@ -44,6 +45,7 @@ __all__ = [
     "Facts",
     "Finding",
     "ModelShape",
+    "Reader",
     "RunPlan",
     "SafeLoader",
     "Severity",

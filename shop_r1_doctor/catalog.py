@@ -3,7 +3,7 @@
 Severity, fix, subject and sources come from the catalog entry; a caller adds the title
 (with the real versions and GPUs), a detail, and overrides the fix or severity where the
 situation says more. A code missing from the catalog raises KeyError (inside a check the
-runner reports CHECK_FAILED), and `tests/doctor/test_codes_catalog.py` holds every code
+runner reports CHECK_FAILED), and `tests/shop_r1_doctor/knowledge/test_knowledge_codes.py` holds every code
 any module emits to codes.yaml and docs/checks.md.
 """
 

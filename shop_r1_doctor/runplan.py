@@ -12,7 +12,7 @@ One typed, versioned record, produced in four places and consumed by the checks:
 
 Every field is optional (absent = not known, the snapshot contract's rule). Each field
 here is read by at least one check and every plan field a check reads is declared here;
-`tests/doctor/test_doctor_plan.py` holds both directions. Documented in docs/doctor.md
+`tests/shop_r1_doctor/test_plan_fields.py` holds both directions. Documented in docs/doctor.md
 ("The RunPlan contract").
 """
 

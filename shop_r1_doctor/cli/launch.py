@@ -40,12 +40,18 @@ def launch(
     config: Path | None = typer.Option(
         None, "--config", help="Training config YAML to start from."
     ),
+    snapshot: Path | None = typer.Option(
+        None,
+        "--snapshot",
+        help="Plan for the machine a `shop-r1 doctor --save` snapshot recorded "
+        "(default: this machine's facts).",
+    ),
     ray: bool = typer.Option(False, "--ray", help="Start / join a Ray cluster first."),
     as_json: bool = typer.Option(False, "--json", help="Print shop-r1.launch/1 JSON."),
 ) -> None:
     """Write a launch script that carries the doctor's fixes (interpreter, GPU split, env, ports)."""
     from shop_r1_doctor.launch import LaunchRequest, plan_launch, render_launch
-    from shop_r1_doctor.launch.plan import DEFAULT_MODEL, TASKS
+    from shop_r1_doctor.launch.plan import DEFAULT_MODEL, TASKS, layout_from_facts, target_machine
     from shop_r1_doctor.profiles.model import get_profile
 
     if task not in TASKS:
@@ -59,18 +65,23 @@ def launch(
     if output.is_dir():
         raise ToolError(f"-o {output}: is a directory; give the script's file name")
     run_config = _read_config(config, task) if config else {}
+    # The target's facts decide what runs (vLLM or transformers generation, NCCL env),
+    # with --profile too: the script's preflight is `train --dry-run` on that machine.
+    facts, target = _target_facts(snapshot)
     if auto:
-        prof_name, facts_gpus, vllm_ok, consumer = _from_facts()
+        prof_name, facts_gpus, vllm_ok, consumer = layout_from_facts(facts)
         prof = get_profile(prof_name)
         if gpus is not None and gpus > facts_gpus:
             raise ToolError(
-                f"--gpus {gpus}: this machine has {facts_gpus} GPU(s); pass at most that, "
+                f"--gpus {gpus}: {target} has {facts_gpus} GPU(s); pass at most that, "
                 "or --profile NAME to write a script for another machine"
             )
     else:
         assert profile is not None
         prof = get_profile(profile)
-        facts_gpus, vllm_ok, consumer = (1 if prof.cuda else 0), prof.vllm is not None, False
+        facts_gpus, vllm_ok, consumer = target_machine(facts)
+        # a GPU profile planned on a machine without GPUs (a login node): one GPU
+        facts_gpus = (facts_gpus or 1) if prof.cuda else 0
     request = LaunchRequest(
         task=task,  # type: ignore[arg-type]
         profile=prof,
@@ -84,6 +95,7 @@ def launch(
         ray=ray,
         vllm_available=vllm_ok,
         consumer_gpus=consumer,
+        target=target,
         command_line=shlex.join(["shop-r1", "launch", *sys.argv[2:]])
         if sys.argv[1:2] == ["launch"]
         else "shop-r1 launch",
@@ -111,24 +123,33 @@ def launch(
     Output(as_json).emit("shop-r1.launch/1", payload, human)
 
 
-def _from_facts() -> tuple[str, int, bool, bool]:
-    """(profile, GPU count, vLLM usable, consumer GPUs) from a fast doctor snapshot."""
+def _target_facts(snapshot: Path | None) -> tuple[Any, str]:
+    """(facts, their name in decisions): a saved snapshot of the target, or a fast
+    snapshot of this machine."""
     from shop_r1_doctor.facts import Facts
-    from shop_r1_doctor.launch.plan import layout_from_facts
+
+    if snapshot is not None:
+        from shop_r1_doctor.snapshot import load_snapshot
+
+        return Facts(load_snapshot(snapshot)), f"snapshot {snapshot}"
     from shop_r1_doctor.probes.collect import collect_snapshot
 
-    return layout_from_facts(Facts(collect_snapshot(fast=True)))
+    return Facts(collect_snapshot(fast=True)), "this machine"
 
 
 def _read_config(path: Path, task: str) -> dict[str, Any]:
-    from shop_r1_doctor.yamlio import read_yaml
+    """The `--config` file on the one schema reader: every error `FILE:LINE: FIELD: ...`.
+    The trainer's validator (injected) checks fields, types and ranges like `train`."""
+    from shop_r1_doctor.schema import Reader
 
-    _, data = read_yaml(path, "config")
+    check = CONFIG_VALIDATORS.get(task)
+    if task not in ("sft", "grpo"):
+        raise ToolError(f"--config {path}: only sft and grpo take a training config")
+    reader, data = Reader.read(path, "config")
     if data is None:
         return {}
-    if not isinstance(data, dict):
-        raise ToolError(f"{path}:1: a config must be a mapping of fields")
-    check = CONFIG_VALIDATORS.get(task)
+    if not isinstance(data, dict):  # the same words as `train --config`
+        raise reader.fail("", "a config file must be a mapping of setting: value")
     if check is not None:
         check(path, data)
     return data

@@ -36,8 +36,9 @@ class LaunchRequest:
     output_dir: str | None = None
     config: dict[str, Any] = field(default_factory=dict)  # the user's --config, already read
     ray: bool = False
-    vllm_available: bool = True
+    vllm_available: bool = True  # on the target: from its facts (`target_machine`)
     consumer_gpus: bool = False  # GeForce cards: P2P over PCIe hangs NCCL
+    target: str = ""  # whose facts these are ("this machine", "snapshot FILE"), for decisions
     command_line: str = ""
     vllm_port: int = 8000
     group_port: int = 51216
@@ -110,6 +111,17 @@ def default_output_dir(req: LaunchRequest) -> str:
     return req.output_dir or f"runs/{req.task}"
 
 
+def target_machine(facts: Facts) -> tuple[int, bool, bool]:
+    """(GPU count, vLLM usable, consumer GPUs) of the machine the facts describe: what a
+    launch plans for, so its preflight (`train --dry-run` there) passes where `train` runs."""
+    vllm_ok = facts.installed("vllm") is True and facts.import_ok("vllm") is not False
+    # cards whose PCIe P2P path hangs NCCL (knowledge/gpus.yaml `p2p: false`)
+    consumer = any(
+        (info := gpu_info(g.get("name"))) is not None and info.p2p is False for g in facts.gpus
+    )
+    return len(facts.gpus), vllm_ok, consumer
+
+
 def layout_from_facts(facts: Facts) -> tuple[str, int, bool, bool]:
     """`launch --auto`: (profile, GPU count, vLLM usable, consumer GPUs) from the facts."""
     from shop_r1_doctor.profiles import match_profile
@@ -118,12 +130,7 @@ def layout_from_facts(facts: Facts) -> tuple[str, int, bool, bool]:
     if match is None:
         names = ", ".join(str(g.get("name", "?")) for g in facts.gpus) or "unknown GPUs"
         raise ToolError(f"launch --auto: no profile matches this machine ({names}); pass --profile")
-    vllm_ok = facts.installed("vllm") is True and facts.import_ok("vllm") is not False
-    # cards whose PCIe P2P path hangs NCCL (knowledge/gpus.yaml `p2p: false`)
-    consumer = any(
-        (info := gpu_info(g.get("name"))) is not None and info.p2p is False for g in facts.gpus
-    )
-    return match.name, len(facts.gpus), vllm_ok, consumer
+    return (match.name, *target_machine(facts))
 
 
 def plan_launch(req: LaunchRequest) -> LaunchPlan:
@@ -139,6 +146,11 @@ def plan_launch(req: LaunchRequest) -> LaunchPlan:
     vllm = req.vllm_available and p.vllm is not None
     gpus = tuple(range(req.gpus))
     decisions: list[str] = [f"profile {p.name}: {p.summary}"]
+    if req.target:
+        decisions.append(
+            f"planned on the facts of {req.target}: vLLM "
+            + ("installed" if req.vllm_available else "not installed")
+        )
     generation: Generation = "none"
     server: tuple[int, ...] = ()
     train = gpus
@@ -146,7 +158,12 @@ def plan_launch(req: LaunchRequest) -> LaunchPlan:
     if req.task == "grpo":
         if not vllm:
             generation = "transformers"
-            why = "vLLM is not installed" if p.vllm is not None else f"profile {p.name} has no vLLM"
+            on = f" on {req.target}" if req.target else ""
+            why = (
+                f"vLLM is not installed{on}"
+                if p.vllm is not None
+                else f"profile {p.name} has no vLLM"
+            )
             decisions.append(
                 f"GRPO generation by transformers: {why} (vLLM: {grpo_vllm_speedup()})"
             )
@@ -168,10 +185,16 @@ def plan_launch(req: LaunchRequest) -> LaunchPlan:
                 f"{','.join(map(str, train))} (disjoint CUDA_VISIBLE_DEVICES), client at 127.0.0.1"
             )
     elif req.task == "vllm-server":
-        if not vllm:
+        if p.vllm is None:
             raise ToolError(
-                f"launch vllm-server: vLLM is not available (profile {p.name}: {p.vllm or 'none'}); "
-                f"install it: {req.python} -m pip install vllm=={p.vllm or '<version>'}"
+                f"launch vllm-server: vLLM is not available (profile {p.name} has no vLLM); "
+                "pick a GPU profile (shop-r1 profiles list)"
+            )
+        if not vllm:
+            on = req.target or "the target"
+            raise ToolError(
+                f"launch vllm-server: vLLM is not available (not installed on {on}); "
+                f"install it there: {req.python} -m pip install vllm=={p.vllm}"
             )
         generation = "vllm-server"
         server, train = gpus, ()

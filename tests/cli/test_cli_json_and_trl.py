@@ -8,6 +8,8 @@ from pathlib import Path
 
 import pytest
 from cli_errors import error_line
+from machines import snapshot_path
+from repo_paths import ROOT
 from typer.testing import CliRunner
 
 from shop_r1.autoconfig import AutoPlan
@@ -15,8 +17,6 @@ from shop_r1.cli import app
 from shop_r1.config import GRPORunConfig, SFTRunConfig, load_config, parse_set
 from shop_r1.data.io import write_sessions
 from shop_r1.data.synth import generate_sessions
-
-SNAPS = Path(__file__).parents[1] / "trainer" / "snapshots"
 
 
 def run(*args: str):
@@ -72,7 +72,7 @@ def test_json_outputs_name_their_schema(tmp_path: Path) -> None:
             "--output-dir",
             str(tmp_path / "out"),
             "--snapshot",
-            str(SNAPS / "cpu.json"),
+            str(snapshot_path("cpu")),
             "--dry-run",
             "--json",
             "--set",
@@ -133,7 +133,7 @@ def test_resume_names_the_checkpoint_or_refuses(tmp_path: Path) -> None:
         "--output-dir",
         str(out),
         "--snapshot",
-        str(SNAPS / "cpu.json"),
+        str(snapshot_path("cpu")),
         "--dry-run",
         "--resume",
     ]
@@ -163,7 +163,7 @@ def test_every_fix_setting_is_accepted_by_set() -> None:
     from shop_r1_doctor.errors import ToolError
     from shop_r1_doctor.yamlio import read_yaml
 
-    _, data = read_yaml(Path(__file__).parents[2] / "shop_r1_doctor/knowledge/codes.yaml")
+    _, data = read_yaml(ROOT / "shop_r1_doctor/knowledge/codes.yaml")
     codes = data.get("codes", data)
     checked = 0
     for code, entry in codes.items():

@@ -1,0 +1,90 @@
+"""Run configs that `shop-r1 launch grpo` writes load through `shop-r1 train grpo`, and
+their vLLM server address reaches TRL's GRPOConfig."""
+
+from pathlib import Path
+
+import pytest
+from machines import machine_snapshot, snapshot_path
+from typer.testing import CliRunner
+
+from shop_r1.autoconfig import decide
+from shop_r1.cli import app
+from shop_r1.config import load_config
+from shop_r1_doctor.memory import KNOWN_SHAPES
+
+
+def _launch(tmp_path: Path, gpus: int) -> Path:
+    script = tmp_path / "run.sh"
+    result = CliRunner().invoke(
+        app,
+        # the target's facts (2x H200 with vLLM) decide the server layout
+        [
+            "launch",
+            "grpo",
+            "--profile",
+            "hopper",
+            "--gpus",
+            str(gpus),
+            "-o",
+            str(script),
+            "--snapshot",
+            str(snapshot_path("h200x2-fa-vllm")),
+        ],
+    )
+    assert result.exit_code == 0, result.output
+    config = tmp_path / "run.config.yaml"
+    assert config.is_file(), sorted(p.name for p in tmp_path.iterdir())
+    return config
+
+
+@pytest.mark.parametrize("gpus", [2, 4])
+def test_generated_launch_config_loads_through_train_grpo(tmp_path, gpus):
+    config = _launch(tmp_path, gpus)
+    printed = CliRunner().invoke(app, ["train", "grpo", "--config", str(config), "--print-config"])
+    assert printed.exit_code == 0, printed.output
+    lines = {line.split(":", 1)[0]: line for line in printed.output.splitlines()}
+    for key, value in [
+        ("vllm_mode", "server"),
+        ("vllm_server_host", "127.0.0.1"),
+        ("vllm_server_port", "8000"),
+        ("vllm_group_port", "51216"),
+        ("num_processes", str(gpus - 1)),  # one GPU serves vLLM
+    ]:
+        assert lines[key].startswith(f"{key}: {value}  # [{config}]"), lines[key]
+    # what --print-config prints loads back as the same config
+    again = tmp_path / "printed.yaml"
+    again.write_text(printed.output)
+    assert load_config("grpo", yaml_path=again)[0] == load_config("grpo", yaml_path=config)[0]
+
+
+def test_server_address_reaches_trl_grpo_config(tmp_path):
+    pytest.importorskip("trl")
+    from shop_r1.train_grpo import trl_config
+
+    config = tmp_path / "c.yaml"
+    config.write_text(
+        "use_vllm: 'on'\nvllm_mode: server\nvllm_server_host: 10.0.0.7\n"
+        "vllm_server_port: 8123\nvllm_group_port: 51300\nreport_to: none\n"
+        "dtype: fp32\n"  # TrainingArguments refuses bf16 on this CPU-only test machine
+    )
+    cfg, _ = load_config("grpo", yaml_path=config, flags={"output_dir": str(tmp_path)})
+    snapshot = machine_snapshot("h200x2-fa-vllm")
+    plan = decide(snapshot, cfg, KNOWN_SHAPES["0.5b"], seq_len=512)
+    assert plan.use_vllm and plan.vllm_mode == "server"
+    args = trl_config(cfg, plan)
+    assert (args.vllm_server_host, args.vllm_server_port, args.vllm_group_port) == (
+        "10.0.0.7",
+        8123,
+        51300,
+    )
+
+
+def test_bad_ports_are_reported_by_field(tmp_path):
+    from shop_r1_doctor.errors import ToolError
+
+    with pytest.raises(ToolError) as err:
+        load_config("grpo", flags={"vllm_server_port": 0, "vllm_group_port": 70000})
+    assert "vllm_server_port: must be a TCP port" in str(err.value)
+    assert "vllm_group_port: must be a TCP port" in str(err.value)
+    with pytest.raises(ToolError, match="vllm_group_port: 8000 is also vllm_server_port"):
+        load_config("grpo", flags={"vllm_group_port": 8000})

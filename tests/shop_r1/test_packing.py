@@ -1,0 +1,118 @@
+"""Packed (padding-free) SFT never lets examples attend to each other.
+
+Per-example losses and gradients of a packed micro batch (TRL's padding-free collator,
+the `sdpa_varlen` attention) must equal those of each example run alone; a planted
+kernel that attends across examples must fail the same comparison."""
+
+import pytest
+
+torch = pytest.importorskip("torch")
+pytest.importorskip("trl")
+
+from machines import machine_snapshot  # noqa: E402
+
+from shop_r1 import packing, train_sft  # noqa: E402
+from shop_r1.autoconfig import decide  # noqa: E402
+from shop_r1.config import SFTRunConfig  # noqa: E402
+from shop_r1.tiny import tiny_config_dict  # noqa: E402
+
+CPU = machine_snapshot("cpu")
+# GQA (4 query heads on 2 kv heads), three examples of different lengths
+CONFIG = tiny_config_dict(300, hidden=64, layers=2, heads=4, kv_heads=2)
+LENGTHS = [37, 12, 61]
+
+
+@pytest.fixture(autouse=True)
+def _threads():
+    torch.set_num_threads(2)
+
+
+def test_packed_losses_and_gradients_equal_unpacked():
+    packing.register()
+    result = packing.packed_vs_unpacked(CONFIG, packing.NAME, LENGTHS)
+    assert result["max_loss_rel_diff"] < 1e-5, result
+    assert result["grad_rel_diff"] < 1e-5, result
+
+
+def _attends_across(module, query, key, value, attention_mask, **kwargs):
+    """The planted bug: one causal attention over the whole packed row."""
+    from transformers.integrations.sdpa_attention import sdpa_attention_forward
+
+    kwargs.pop("cu_seq_lens_q", None)
+    return sdpa_attention_forward(module, query, key, value, None, **kwargs)
+
+
+def test_a_kernel_that_attends_across_examples_fails_the_check():
+    from transformers import AttentionInterface
+
+    AttentionInterface.register("shop_r1_test_cross", _attends_across)
+    result = packing.packed_vs_unpacked(CONFIG, "shop_r1_test_cross", LENGTHS)
+    # the first example sees nothing before it; the later ones see their neighbours
+    assert result["loss_rel_diff"][0] < 1e-5
+    assert min(result["loss_rel_diff"][1:]) > 1e-3, result
+    assert result["grad_rel_diff"] > 1e-3, result
+
+
+def test_transformers_sdpa_with_positions_alone_keeps_examples_apart():
+    """No cu_seq_lens: the packed boundaries come from the restarting position_ids."""
+    packing.register()
+
+    def positions_only(module, query, key, value, attention_mask, **kwargs):
+        kwargs.pop("cu_seq_lens_q", None)
+        return packing.varlen_attention_forward(module, query, key, value, None, **kwargs)
+
+    from transformers import AttentionInterface
+
+    AttentionInterface.register("shop_r1_test_positions", positions_only)
+    result = packing.packed_vs_unpacked(CONFIG, "shop_r1_test_positions", LENGTHS)
+    assert result["max_loss_rel_diff"] < 1e-5, result
+
+
+@pytest.mark.slow
+def test_first_step_loss_of_packed_training_equals_padded(tmp_path):
+    """Through TRL's trainer: the same rows, padded (sdpa) or packed (sdpa_varlen)."""
+    from transformers import AttentionInterface
+
+    from shop_r1.data.prompts import sft_rows
+    from shop_r1.data.synth import generate_sessions
+    from shop_r1.tiny import make_tiny_model_and_tokenizer
+    from shop_r1_doctor.memory import ModelShape
+
+    seen = []
+
+    def spy(module, query, key, value, attention_mask, **kwargs):
+        seen.append(kwargs.get("cu_seq_lens_q") is not None and query.shape[0] == 1)
+        return packing.varlen_attention_forward(module, query, key, value, attention_mask, **kwargs)
+
+    packing.register()
+    AttentionInterface.register("shop_r1_test_spy", spy)
+    rows = sft_rows(generate_sessions(6, seed=1), context="latest", max_tokens=120)
+    texts = [m["content"] for r in rows for m in r["prompt"] + r["completion"]]
+    losses = {}
+    for packed in (False, True):
+        model, tok = make_tiny_model_and_tokenizer(texts, vocab_size=600)
+        shape = ModelShape.from_config_dict(model.config.to_dict())
+        cfg = SFTRunConfig(
+            model="tiny",
+            data="-",
+            output_dir=str(tmp_path / str(packed)),
+            max_steps=2,
+            global_batch_size=4,
+            micro_batch_size=4,
+            logging_steps=1,
+            save_steps=100,
+            report_to="none",
+            max_length=1024,
+            packing="on" if packed else "off",
+            attn_implementation=packing.NAME if packed else "sdpa",
+        )
+        plan = decide(CPU, cfg, shape, seq_len=1024)
+        assert plan.padding_free is packed
+        if packed:  # a spy around sdpa_varlen: proves the batches really came packed
+            plan.attn_implementation = "shop_r1_test_spy"
+            model.set_attn_implementation(plan.attn_implementation)
+        summary = train_sft.train(cfg, plan, rows, model=model, tokenizer=tok, shape=shape)
+        losses[packed] = summary["first_loss"]
+    assert seen and all(seen)
+    # healthy: ~1e-7 apart; a kernel attending across examples moved it 1.3e-4
+    assert losses[True] == pytest.approx(losses[False], rel=1e-6)
