@@ -8,11 +8,10 @@ import json
 from pathlib import Path
 
 import pytest
+from repo_paths import ROOT
 
 from shop_r1.actions import Action
 from shop_r1.eval import EvalResult, EvalRow, score, write_outputs
-
-ROOT = Path(__file__).resolve().parents[2]
 
 
 def _answer(type_: str, name: str | None = None, text: str | None = None) -> str:

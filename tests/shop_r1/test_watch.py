@@ -5,14 +5,14 @@ from __future__ import annotations
 
 import ast
 import re
-from pathlib import Path
 
 import pytest
+from repo_paths import FIXTURES
 
 from shop_r1.watch import RolloutWatch, WatchLimits
 from shop_r1_doctor.logscan import diagnose_log
 
-LOGS = Path(__file__).resolve().parents[1] / "fixtures" / "device_logs"
+LOGS = FIXTURES / "device_logs"
 
 
 def _trl_dicts(text: str) -> list[dict]:
