@@ -353,9 +353,12 @@ def _choose_packing(facts: Facts, cfg: SFTRunConfig, cuda: bool, plan: AutoPlan)
     elif cfg.attn_implementation == "auto" and attn == "sdpa" and cuda:
         torch_version = parse_version((facts.torch or {}).get("version"))
         cc = min(facts.ccs(), default=None)
-        if torch_version is None or torch_version.release[:2] < packing.MIN_TORCH:
+        if torch_version is None:
             plan.padding_free = False
-            why = f"torch {torch_version or '?'} has no varlen kernel (>= 2.9) and no flash-attn"
+            why = "torch's version is unknown (the snapshot did not probe torch): padded batches"
+        elif torch_version.release[:2] < packing.MIN_TORCH:
+            plan.padding_free = False
+            why = f"torch {torch_version} has no varlen kernel (>= 2.9) and no flash-attn"
         elif cc is None or cc < (8, 0):
             plan.padding_free = False
             why = "torch's varlen flash kernel needs cc >= 8.0"

@@ -82,8 +82,9 @@ def run_pipeline(cfg: PipelineConfig, *, log: Callable[[str], None] = _log) -> d
     from shop_r1.data.synth import generate_sessions
     from shop_r1.eval import evaluate_model, rows_from_sessions, write_outputs
     from shop_r1.generate import chat_ids
+    from shop_r1.preflight import live_snapshot
     from shop_r1.tiny import make_tiny_model_and_tokenizer
-    from shop_r1_doctor.api import ModelShape, collect_snapshot
+    from shop_r1_doctor.api import ModelShape
 
     started = time.perf_counter()
     timings: dict[str, float] = {}
@@ -150,7 +151,10 @@ def run_pipeline(cfg: PipelineConfig, *, log: Callable[[str], None] = _log) -> d
         f"model: {shape.params / 1e6:.2f}M params, vocab {len(tokenizer)}, longest sampled "
         f"SFT row {max(lengths)} tokens, answer {longest_answer}; generating <= {max_new}"
     )
-    snapshot = collect_snapshot(fast=True)
+    # The full snapshot (torch facts from a cached child probe), as `shop-r1 train` uses:
+    # a fast one has no torch version, and the plan then turned packing off on an H100
+    # ("torch ? has no varlen kernel").
+    snapshot = live_snapshot()
     device = "cuda" if torch.cuda.is_available() else "cpu"
     model.to(device)
     timings["setup_s"] = time.perf_counter() - t

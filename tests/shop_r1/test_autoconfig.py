@@ -143,6 +143,15 @@ def test_packing_without_flash_attn_uses_torchs_varlen_kernel():
     plan = decide(_snap("t4"), SFTRunConfig(), KNOWN_SHAPES["0.5b"], seq_len=3072)
     assert plan.attn_implementation == "sdpa" and plan.padding_free is False
 
+    # a snapshot that never probed torch (--fast): padded, and the reason says why (the
+    # H100 learning run printed "torch ? has no varlen kernel")
+    unprobed = json.loads(json.dumps(snap))
+    unprobed["torch"] = {}
+    plan = decide(unprobed, SFTRunConfig(), KNOWN_SHAPES["0.5b"], seq_len=3072)
+    reasons = {d.setting: d.reason for d in plan.decisions}
+    assert plan.padding_free is False
+    assert reasons["padding_free"].startswith("torch's version is unknown")
+
     # sdpa asked for by name: padded (packing would get the dense block-diagonal mask)
     plan = decide(
         snap, SFTRunConfig(attn_implementation="sdpa"), KNOWN_SHAPES["0.5b"], seq_len=3072
