@@ -89,6 +89,7 @@ MODULES: tuple[Module, ...] = (
             "tests/trainer/test_trainer_memory.py",
             "tests/trainer/test_trainer_memory_shapes.py",
             "tests/doctor/test_doctor_plan.py",
+            "tests/shop_r1_doctor/test_memory_table.py",
         ),
     ),
     # one entry per decision table of the doctor's checks (each is its own score)
