@@ -454,15 +454,22 @@ def _resolve_key(key: str, value: Any, cls: type[_RunConfig], fail: Fail) -> tup
     if key in fields and key not in TRL_OWNED:
         hint = fields[key]
         try:
-            ok = _type_ok(_coerce(value, hint), hint)
-        except TypeError:  # a generic TRL annotation (list[str], ...): TRL checks it
-            ok = True
+            coerced = _coerce(value, hint)
+            ok = _type_ok(coerced, hint)
+        except TypeError:  # a generic TRL annotation (list[float], ...): TRL checks it
+            coerced, ok = value, True
         if not ok:
             raise fail(key, f"TRL expects {_describe(hint)}, got {value!r}")
-        return "trl_args", {key: _coerce(value, hint)}
+        return "trl_args", {key: coerced}
+    trl_name = "SFTConfig" if cls.__name__.startswith("SFT") else "GRPOConfig"
+    if key in fields:  # TRL_OWNED: suggesting the same name back would not help
+        raise fail(
+            key,
+            f"a TRL {trl_name} field that shop-r1 sets itself; "
+            "run with --print-config to see shop-r1's settings",
+        )
     close = difflib.get_close_matches(key, sorted(known | set(fields) | set(TRL_ALIASES)), n=3)
     hint_text = f"did you mean {' or '.join(close)}? " if close else ""
-    trl_name = "SFTConfig" if cls.__name__.startswith("SFT") else "GRPOConfig"
     raise fail(
         key,
         f"not a shop-r1 setting nor a TRL {trl_name} field; {hint_text}"
@@ -576,7 +583,8 @@ def render_config(cfg: _RunConfig, source: dict[str, str]) -> str:
     lines = [f"# {type(cfg).__name__} (default < YAML < flag)"]
     for f in dataclasses.fields(cfg):
         value = yaml.safe_dump(getattr(cfg, f.name), default_flow_style=True).strip()
-        value = value.removesuffix("\n...").removesuffix("...").strip()
+        # a scalar's dump ends with YAML's end-of-document line; a value may end in `...`
+        value = value.removesuffix("\n...").strip()
         origin = source.get(f.name, "default")
         lines.append(f"{f.name}: {value}  # [{origin}] {f.metadata['help']}")
     return "\n".join(lines) + "\n"

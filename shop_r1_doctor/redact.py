@@ -12,7 +12,7 @@ Layers, applied in this order by `redact_text` (each one idempotent):
 5. a value right after a secret word (`API key: X`, `token X`, `login X`), whatever its
    shape, once it is not a plain word (`the token is invalid` stays);
 6. long hex/base64 runs on a line that mentions key/token/secret/wandb words.
-   Layers 5 and 6 keep a hash in its own context: the nearest context word before it is
+   Layer 6 keeps a hash in its own context: the nearest context word before it is
    `commit`, `sha`, `revision`, `git`, ... or it follows `@` (`verl@<commit>`);
 7. the home directory (`~`) and other users' names inside home paths (`<user>`);
 8. with `hosts=True`: IP addresses and this machine's hostname.
@@ -51,8 +51,8 @@ NOT_SECRET_NAMES = frozenset(
 
 
 def _words(name: str) -> list[str]:
-    """`--hubToken` -> ['hub', 'token']; `WANDB_API_KEY` -> ['wandb', 'api', 'key']."""
-    spaced = re.sub(r"(?<=[a-z0-9])(?=[A-Z])", " ", name.lstrip("-$"))
+    """`hubToken` -> ['hub', 'token']; `WANDB_API_KEY` -> ['wandb', 'api', 'key']."""
+    spaced = re.sub(r"(?<=[a-z0-9])(?=[A-Z])", " ", name)
     return [w for w in re.split(r"[^A-Za-z0-9]+", spaced.lower()) if w]
 
 
@@ -238,8 +238,7 @@ def _in_hash_context(text: str, start: int) -> bool:
         return True
     window = text[max(0, start - 60) : start]
     hashes = [m.end() for m in _HASH_WORD.finditer(window)]
-    secrets = [m.end() for m in _KEY_WORD.finditer(window)]
-    secrets += [m.end() for m in re.finditer(r"(?<![A-Za-z])login(?![a-z])", window, re.I)]
+    secrets = [m.end() for m in _KEY_WORD.finditer(window)]  # `login` is one of them
     return bool(hashes) and (not secrets or max(hashes) > max(secrets))
 
 
@@ -247,12 +246,8 @@ def _redact_after_word(match: re.Match[str]) -> str:
     value = match.group("value")
     bare = value.strip("\\\"'`").rstrip(".:!?")  # prose punctuation ends a word
     if (
-        not bare
-        or REDACTED in bare
-        or _PLAIN_VALUE.fullmatch(bare)
-        or _SAFE_VALUE.fullmatch(bare)
-        or _in_hash_context(match.string, match.start("value"))
-    ):
+        not bare or REDACTED in bare or _PLAIN_VALUE.fullmatch(bare) or _SAFE_VALUE.fullmatch(bare)
+    ):  # no hash-context test here: the secret word itself is always the nearest word
         return match.group(0)
     opening = value[: len(value) - len(value.lstrip("\\\"'`"))]
     closing = value[len(value.rstrip("\"'`")) :]
