@@ -149,8 +149,8 @@ def test_trl_args_given_directly_are_checked_like_keys():
     with pytest.raises(ToolError) as err:
         GRPORunConfig(trl_args={"top_p": "high", "zzqx": 1})
     assert str(err.value) == (
-        "GRPORunConfig: trl_args: top_p: TRL expects float, got 'high'; "
-        "trl_args: zzqx: not a shop-r1 setting nor a TRL GRPOConfig field; "
+        "GRPORunConfig: trl_args.top_p: TRL expects float, got 'high'; "
+        "trl_args.zzqx: not a shop-r1 setting nor a TRL GRPOConfig field; "
         "run with --print-config to see shop-r1's settings"
     )
     assert GRPORunConfig(trl_args={"top_p": 0.9}).trl_args == {"top_p": 0.9}
@@ -199,9 +199,8 @@ def test_a_mapping_value_is_a_type_error_of_its_field(tmp_path):
     path.write_text("learning_rate: {peak: 1.0e-5}\n")
     with pytest.raises(ToolError) as err:
         load_config("sft", yaml_path=path)
-    assert str(err.value) == (
-        f"{path}: SFTRunConfig: learning_rate: expected float, got {{'peak': 1e-05}}"
-    )
+    # the file's line, as every input file's errors (shop_r1_doctor.schema)
+    assert str(err.value) == f"{path}:1: learning_rate: expected float, got {{'peak': 1e-05}}"
     with pytest.raises(ToolError, match=r"^SFTRunConfig: learning_rate: expected float"):
         load_config("sft", flags={"learning_rate": {"peak": 1e-5}})
 
@@ -233,7 +232,7 @@ def test_value_error_names_the_file_once_or_not_at_all(tmp_path):
     path.write_text("learning_rate: 0\n")
     with pytest.raises(ToolError) as err:
         load_config("sft", yaml_path=path)
-    assert str(err.value) == f"{path}: SFTRunConfig: learning_rate: must be > 0, got 0.0"
+    assert str(err.value) == f"{path}:1: learning_rate: must be > 0, got 0.0"
     with pytest.raises(ToolError) as err:
         load_config("sft", flags={"learning_rate": 0})
     assert str(err.value) == "SFTRunConfig: learning_rate: must be > 0, got 0.0"
