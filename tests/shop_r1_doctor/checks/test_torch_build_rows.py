@@ -47,10 +47,6 @@ def _torch(version: str, cuda: str | None = "absent", **kw) -> dict:
     return t
 
 
-def _codes(check, snap: dict) -> list[tuple[str, str, str]]:
-    return [(f.code, f.severity, f.title) for f in check(Facts(snap))]
-
-
 # ----------------------------------------------------------------- CPU-only torch, GPU present
 # (case, torch facts, gpus, expected [(title, fix)])
 CPU_ROWS = [
@@ -166,6 +162,7 @@ def test_torch_cpu_only_row(case, torch, gpus, want):
     found = list(torch_cpu_only(Facts({"torch": torch, "gpus": gpus})))
     assert [(f.title, f.fix) for f in found] == want
     assert all(f.code == "TORCH_CPU_ONLY_BUILD" and f.severity == "error" for f in found)
+    assert all(f.detail for f in found)  # every finding explains itself
 
 
 def test_cpu_only_from_the_package_table_alone():
@@ -323,7 +320,7 @@ ARCH_ROWS = [
 def test_torch_arch_row(case, torch, gpus, pkgs, want):
     found = list(torch_arch_covers_gpus(Facts({"torch": torch, "gpus": gpus, "packages": pkgs})))
     assert [(f.code, f.title) for f in found] == want
-    assert all(f.severity == "error" for f in found)
+    assert all(f.severity == "error" and f.detail and f.fix for f in found)
 
 
 def test_arch_detail_names_the_source_and_the_list():
@@ -425,6 +422,18 @@ OLD_ROWS = [
         [_cu13_below(V100, "7.0"), _cu13_below(P100, "6.0")],
     ),
     ("CUDA 12.8 on V100", CU128, {}, {}, [V100], []),
+    ("a GPU of unknown cc first", CU130, {}, {}, [NO_CC, V100], [_cu13_below(V100, "7.0")]),
+    (
+        "vLLM, every old GPU",
+        CU128,
+        {"vllm": {"version": "0.20.0"}},
+        {},
+        [P100, V100],
+        [
+            _vllm_below(P100, "6.0", "vLLM 0.20.0", "7.5"),
+            _vllm_below(V100, "7.0", "vLLM 0.20.0", "7.5"),
+        ],
+    ),
     ("CUDA unknown", _torch("2.9.0"), {}, {}, [P100], []),
     (
         "CUDA 13 read from the local tag",
@@ -445,6 +454,7 @@ def test_gpu_too_old_row(case, torch, pkgs, plan, gpus, want):
     found = list(gpu_too_old(Facts(snap)))
     assert [f.title for f in found] == want
     assert all(f.code == "GPU_TOO_OLD_FOR_STACK" and f.severity == "error" for f in found)
+    assert all(f.detail and f.fix for f in found)
 
 
 def test_too_old_detail_names_the_rule_and_source():
@@ -735,7 +745,11 @@ def test_cuda_toolkit_row(case, tk, torch, pkgs, plan, gpus, want):
     snap = {"cuda_toolkit": tk, "packages": pkgs, "plan": plan, "gpus": gpus}
     if torch is not None:
         snap["torch"] = torch
-    assert _codes(cuda_toolkit, snap) == want
+    found = list(cuda_toolkit(Facts(snap)))
+    assert [(f.code, f.severity, f.title) for f in found] == want
+    assert all(f.detail for f in found)
+    # a fix wherever the finding has a single remedy to offer
+    assert all(f.fix for f in found if f.code.startswith(("CUDA_TOOLKIT", "NVCC_TOO_OLD")))
 
 
 def test_toolkit_fixes_name_the_versions():
@@ -783,3 +797,4 @@ def test_ext_arch_list_row(case, value, gpus, want):
         )
         for cc in want
     ]
+    assert all(f.detail for f in found)
