@@ -798,3 +798,21 @@ def test_ext_arch_list_row(case, value, gpus, want):
         for cc in want
     ]
     assert all(f.detail for f in found)
+
+
+def test_fixes_carry_the_remedy_not_the_generic_one():
+    # each of these checks writes its own fix; the code's generic fix (codes.yaml) would
+    # lose the fact that matters
+    snap = {"cuda_toolkit": {"nvcc_version": "11.7"}, "packages": DS, "gpus": [H100]}
+    (f,) = cuda_toolkit(Facts(snap))
+    assert f.fix.startswith("install CUDA >= 11.8 ")
+    snap = {"torch": CU128, "packages": {"vllm": {"version": "0.10.0"}}, "gpus": [P100]}
+    (f,) = gpu_too_old(Facts(snap))
+    assert f.fix.startswith("use_vllm=false (HF generation)")
+    snap = {
+        "torch": _listed("sm_90"),
+        "packages": {"vllm": {"version": "0.10.0"}},
+        "gpus": [RTX5090],
+    }
+    (f,) = torch_arch_covers_gpus(Facts(snap))
+    assert "(pip install -U vllm)" in f.fix
