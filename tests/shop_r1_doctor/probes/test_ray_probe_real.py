@@ -10,6 +10,7 @@ session directory), never by a machine-wide `ray stop`, except where the test is
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import shutil
@@ -48,6 +49,20 @@ def _short_dir() -> str:
 def _env(**extra: str) -> dict[str, str]:
     env = {k: v for k, v in os.environ.items() if k not in ("RAY_ADDRESS", "RAY_TMPDIR")}
     return {**env, "RAY_USAGE_STATS_ENABLED": "0", **extra}
+
+
+def _listening(port: int) -> list[str]:
+    """Who listens on `port` (any address), as "pid name"; [] when nobody does."""
+    import psutil
+
+    out = []
+    for conn in psutil.net_connections(kind="tcp"):
+        if conn.status == psutil.CONN_LISTEN and conn.laddr and conn.laddr.port == port:
+            with contextlib.suppress(psutil.Error, TypeError):
+                out.append(f"{conn.pid} {psutil.Process(conn.pid).name()}")
+            if conn.pid is None:
+                out.append("?")
+    return out
 
 
 def _pids_of(marker: str) -> list[int]:
@@ -96,6 +111,9 @@ class Head:
 
     def stop(self) -> None:
         _kill(self.root)
+        # the Ray client server names the head only by its address: it outlives the head
+        # and would pile up over a test session
+        _kill(f":{self.port}")
 
 
 @pytest.fixture
@@ -205,8 +223,14 @@ def test_head_killed_with_sigkill_leaves_a_stale_file_and_ray_stop_is_the_fix(di
     tmpdir, _ = dirs
     head = Head(None, tmpdir)
     _kill(head.root, signal.SIGKILL)
+    _kill(f":{head.port}", signal.SIGKILL)
+    # The probe asks the GCS port; wait until the kernel has closed it (a killed process's
+    # sockets go with its exit, which a loaded box may not have finished).
+    deadline = time.monotonic() + 30
+    while _listening(head.port) and time.monotonic() < deadline:
+        time.sleep(0.2)
     facts = _probe(TMPDIR=tmpdir)
-    assert facts["cluster"] == "stale", facts
+    assert facts["cluster"] == "stale", (facts, _listening(head.port), ray_cmdlines())
     assert facts["cluster_file"] == os.path.join(tmpdir, "ray", "ray_current_cluster")
     finding = _codes(facts)["RAY_CLUSTER_STALE"]
     assert finding.fix.startswith("ray stop") and "RAY_ADDRESS" not in finding.fix
