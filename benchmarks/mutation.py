@@ -103,7 +103,7 @@ MODULES: tuple[Module, ...] = (
                 "tests/shop_r1_doctor/checks/test_gpu_driver_tables.py",
                 "tests/shop_r1_doctor/test_plan_fields.py",
                 "tests/shop_r1/test_autoconfig_batch.py",
-                f"tests/shop_r1_doctor/checks/test_{name}_rows.py",  # where one exists
+                f"tests/shop_r1_doctor/checks/test_{name}_rows*.py",  # where any exist
             ),
         )
         for name in (
@@ -198,7 +198,8 @@ def _mutmut_table(module: Module) -> str:
     def arr(items: tuple[str, ...] | list[str]) -> str:
         return "[" + ", ".join(json.dumps(i) for i in items) + "]"
 
-    tests = [t for t in module.tests if (ROOT / t).exists()]
+    # a path, or a glob for a check's row files (none, one or several may exist)
+    tests = [str(p.relative_to(ROOT)) for t in module.tests for p in sorted(ROOT.glob(t))]
     return (
         "\n[tool.mutmut]\n"
         f"source_paths = {arr(['shop_r1', 'shop_r1_doctor'])}\n"

@@ -287,23 +287,14 @@ def collapse_check(metrics: dict, baseline: dict | None = None) -> dict[str, Any
     over its gold share, or 3x it once it is 15% of predictions). Any type: the limits of
     the training-time watch (shop_r1.watch) on the held-out mix. `types_lost`: gold types
     (>= 5% of the steps) that `baseline` (the SFT stage) predicted and this stage never does."""
-    from shop_r1.watch import WatchLimits
+    from shop_r1.watch import collapsed_onto
 
     mix, gold = metrics.get("prediction_mix", {}), metrics.get("gold_mix", {})
     pred = mix.get("terminate", 0.0)
     gold_term = gold.get("terminate", 0.0)
     collapsed = round(pred - gold_term, 9) >= 0.2 or (pred >= 0.15 and pred >= 3 * gold_term)
-    limits = WatchLimits()
-    parsed = sum(mix.values())
-    onto = None
-    if parsed > 0:
-        top = max(mix, key=lambda t: mix[t])
-        share = mix[top] / parsed
-        if (
-            round(share, 9) >= limits.collapse_share
-            and round(1.0 - gold.get(top, 0.0), 9) >= limits.collapse_gap
-        ):
-            onto = top
+    found = collapsed_onto(mix, gold)
+    onto = found[0] if found else None
     before = (baseline or {}).get("prediction_mix", {})
     lost = [t for t, g in gold.items() if g >= 0.05 and not mix.get(t) and before.get(t)]
     return {

@@ -101,9 +101,10 @@ def score(
 ) -> dict:
     """`shop-r1.score/1` metrics plus the predicted-type mix (to spot collapse onto one type)."""
     from shop_r1.metrics import compute_metrics
-    from shop_r1.parser import parse_completion
+    from shop_r1.parser import parse_cached
 
-    parsed = [parse_completion(c, strict=strict) for c in completions]
+    # memoised: write_outputs asks again for each row's verdict
+    parsed = [parse_cached(c, strict) for c in completions]
     metrics = compute_metrics([r.gold for r in rows], parsed, threshold=threshold)
     metrics["prediction_mix"] = type_mix([p.action.type for p in parsed if p.ok and p.action])
     metrics["gold_mix"] = type_mix([r.gold.type for r in rows])
@@ -170,7 +171,7 @@ def write_outputs(result: EvalResult, output_dir: Path, *, title: str = "shop-r1
         raise ToolError(f"--output-dir {output_dir}: is a file; give a directory")
     output_dir.mkdir(parents=True, exist_ok=True)
     from shop_r1.metrics import exact_match
-    from shop_r1.parser import parse_completion
+    from shop_r1.parser import parse_cached
 
     # Each row's gold and verdict ride along (`shop-r1 score` reads only id + completion):
     # which steps a model misses, and paired comparisons of two runs on the same steps
@@ -179,7 +180,7 @@ def write_outputs(result: EvalResult, output_dir: Path, *, title: str = "shop-r1
     threshold = float(result.metrics.get("threshold", 0.75))
     with atomic_open(output_dir / "predictions.jsonl") as f:
         for row, text, error in zip(result.rows, result.completions, result.errors, strict=True):
-            parsed = parse_completion(text, strict=strict)
+            parsed = parse_cached(text, strict)
             pred = parsed.action if parsed.ok else None
             record: dict[str, Any] = {
                 "id": row.id,

@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import sys
 from collections import deque
+from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
@@ -102,15 +103,9 @@ class RolloutWatch(TrainerCallback):
         n = len(self._mix)
         pred = {t: sum(p[t] for _, p, _ in self._mix) for t in ACTION_TYPES}
         gold = {t: sum(g[t] for _, _, g in self._mix) / n for t in ACTION_TYPES}
-        parsed = sum(pred.values())
-        if parsed <= 0:
-            return
-        top = max(ACTION_TYPES, key=lambda t: pred[t])
-        share = pred[top] / parsed
-        # rounded: 0.95 of the rollouts against 0.9 of the gold is at both limits, not a
-        # float's width below one of them
-        others = round(1.0 - gold[top], 9)
-        if round(share, 9) >= self.limits.collapse_share and others >= self.limits.collapse_gap:
+        found = collapsed_onto(pred, gold, self.limits)
+        if found is not None:
+            top, share = found
             first, last = self._mix[0][0], self._mix[-1][0]
             self._report(
                 "GRPO_TYPE_COLLAPSE",
@@ -133,6 +128,27 @@ class RolloutWatch(TrainerCallback):
                 file=sys.stderr,
                 flush=True,
             )
+
+
+def collapsed_onto(
+    pred: Mapping[str, float], gold: Mapping[str, float], limits: WatchLimits | None = None
+) -> tuple[str, float] | None:
+    """(type, its share of the parsed predictions) when one type takes at least
+    `collapse_share` of them while the gold leaves `collapse_gap` or more to other types.
+    `pred` may be counts or shares (unparsed outputs are simply absent); `gold` are shares.
+    Used live by the watch and on held-out evaluations (shop_r1.demo.collapse_check)."""
+    limits = limits or WatchLimits()
+    parsed = sum(pred.values())
+    if parsed <= 0:
+        return None
+    top = max(pred, key=lambda t: pred[t])
+    share = pred[top] / parsed
+    # rounded: 0.95 of the predictions against 0.9 of the gold is at both limits, not a
+    # float's width below one of them
+    others = round(1.0 - gold.get(top, 0.0), 9)
+    if round(share, 9) >= limits.collapse_share and others >= limits.collapse_gap:
+        return top, share
+    return None
 
 
 def _number(value: Any) -> float | None:

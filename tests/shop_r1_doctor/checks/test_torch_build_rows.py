@@ -1,4 +1,5 @@
-"""Decision rows for torch's build against the machine (shop_r1_doctor/checks/torch_build.py).
+"""Decision rows for torch's build against the machine's GPUs (shop_r1_doctor/checks/torch_build.py;
+the CUDA toolkit's rows are in test_torch_build_rows_toolkit.py).
 
 Expectations are worked out by hand from knowledge/compat.yaml as it stands:
 - wheel index for a GPU: cc >= 10.0 -> cu130, cc < 7.5 -> cu126, else cu130; kept only when
@@ -6,12 +7,32 @@ Expectations are worked out by hand from knowledge/compat.yaml as it stands:
 - official arch lists: 2.9.0+cu128 sm_70..sm_120 (no PTX); 2.9.0+cu130 sm_75..sm_120 + PTX 12.0.
 - an arch runs on a GPU of the same major with minor <= the GPU's; PTX runs on any cc >= it.
 - vLLM minimum cc: 7.0 below 0.20, 7.5 from 0.20; CUDA 13 torch needs cc >= 7.5.
-- nvcc needed: cc >= 9.0 -> 11.8, cc >= 10.0 -> 12.8.
 Unknown facts (no cc, no torch version, no arch list and an unknown variant) never fire."""
 
 from __future__ import annotations
 
 import pytest
+from torch_build_facts import (
+    A100,
+    A6000,
+    B200,
+    B300,
+    CU128,
+    CU130,
+    DS,
+    FUTURE,
+    GB10,
+    H100,
+    NO_CC,
+    P100,
+    RTX5090,
+    T4,
+    THOR,
+    V100,
+    WHL,
+    arch_listed,
+    torch_facts,
+)
 
 from shop_r1_doctor.checks.torch_build import (
     cuda_toolkit,
@@ -23,36 +44,12 @@ from shop_r1_doctor.checks.torch_build import (
 )
 from shop_r1_doctor.facts import Facts
 
-A100 = {"name": "NVIDIA A100-SXM4-80GB", "compute_capability": "8.0"}
-A6000 = {"name": "NVIDIA RTX A6000", "compute_capability": "8.6"}
-H100 = {"name": "NVIDIA H100 80GB HBM3", "compute_capability": "9.0"}
-B200 = {"name": "NVIDIA B200", "compute_capability": "10.0"}
-B300 = {"name": "NVIDIA B300", "compute_capability": "10.3"}
-THOR = {"name": "NVIDIA Thor", "compute_capability": "11.0"}
-RTX5090 = {"name": "NVIDIA GeForce RTX 5090", "compute_capability": "12.0"}
-GB10 = {"name": "NVIDIA GB10", "compute_capability": "12.1"}
-FUTURE = {"name": "NVIDIA Next", "compute_capability": "13.0"}
-T4 = {"name": "Tesla T4", "compute_capability": "7.5"}
-V100 = {"name": "Tesla V100-SXM2-32GB", "compute_capability": "7.0"}
-P100 = {"name": "Tesla P100-PCIE-16GB", "compute_capability": "6.0"}
-NO_CC = {"name": "NVIDIA Mystery"}
-
-WHL = "https://download.pytorch.org/whl"
-
-
-def _torch(version: str, cuda: str | None = "absent", **kw) -> dict:
-    t = {"version": version, **kw}
-    if cuda != "absent":
-        t["cuda"] = cuda
-    return t
-
-
 # ----------------------------------------------------------------- CPU-only torch, GPU present
 # (case, torch facts, gpus, expected [(title, fix)])
 CPU_ROWS = [
     (
         "cpu wheel on an A100: cu130 has 2.9.0",
-        _torch("2.9.0+cpu"),
+        torch_facts("2.9.0+cpu"),
         [A100],
         [
             (
@@ -63,7 +60,7 @@ CPU_ROWS = [
     ),
     (
         "2.7.1 is not on cu130: its default index",
-        _torch("2.7.1+cpu"),
+        torch_facts("2.7.1+cpu"),
         [A100],
         [
             (
@@ -74,7 +71,7 @@ CPU_ROWS = [
     ),
     (
         "V100 (cc 7.0 < 7.5): cu126",
-        _torch("2.9.0+cpu"),
+        torch_facts("2.9.0+cpu"),
         [V100],
         [
             (
@@ -85,7 +82,7 @@ CPU_ROWS = [
     ),
     (
         "T4 at the 7.5 line: cu130",
-        _torch("2.9.0+cpu"),
+        torch_facts("2.9.0+cpu"),
         [T4],
         [
             (
@@ -96,7 +93,7 @@ CPU_ROWS = [
     ),
     (
         "Blackwell: cu130",
-        _torch("2.9.0+cpu"),
+        torch_facts("2.9.0+cpu"),
         [RTX5090],
         [
             (
@@ -107,7 +104,7 @@ CPU_ROWS = [
     ),
     (
         "the oldest GPU picks the index, the first GPU is named",
-        _torch("2.9.0+cpu"),
+        torch_facts("2.9.0+cpu"),
         [A100, V100],
         [
             (
@@ -118,7 +115,7 @@ CPU_ROWS = [
     ),
     (
         "cc unknown: taken as 8.0",
-        _torch("2.9.0+cpu"),
+        torch_facts("2.9.0+cpu"),
         [NO_CC],
         [
             (
@@ -129,7 +126,7 @@ CPU_ROWS = [
     ),
     (
         "a release on no index: no pin",
-        _torch("1.3.1+cpu"),
+        torch_facts("1.3.1+cpu"),
         [A100],
         [
             (
@@ -140,7 +137,7 @@ CPU_ROWS = [
     ),
     (
         "no local tag, torch.version.cuda None",
-        _torch("2.9.0", None),
+        torch_facts("2.9.0", None),
         [A100],
         [
             (
@@ -149,11 +146,11 @@ CPU_ROWS = [
             )
         ],
     ),
-    ("no GPU", _torch("2.9.0+cpu"), [], []),
-    ("ROCm build has no CUDA version", _torch("2.9.0+rocm6.3", None), [A100], []),
-    ("XPU build has no CUDA version", _torch("2.9.0+xpu", None), [A100], []),
-    ("cuda build", _torch("2.9.0+cu128", "12.8"), [A100], []),
-    ("cuda unknown (key absent)", _torch("2.9.0"), [A100], []),
+    ("no GPU", torch_facts("2.9.0+cpu"), [], []),
+    ("ROCm build has no CUDA version", torch_facts("2.9.0+rocm6.3", None), [A100], []),
+    ("XPU build has no CUDA version", torch_facts("2.9.0+xpu", None), [A100], []),
+    ("cuda build", torch_facts("2.9.0+cu128", "12.8"), [A100], []),
+    ("cuda unknown (key absent)", torch_facts("2.9.0"), [A100], []),
 ]
 
 
@@ -174,14 +171,8 @@ def test_cpu_only_from_the_package_table_alone():
 
 
 # ----------------------------------------------------------------- arch list vs the GPUs
-CU128 = _torch("2.9.0+cu128", "12.8")
-CU130 = _torch("2.9.0+cu130", "13.0")
 CU128_LISTED = " ".join(f"sm_{a}" for a in (70, 75, 80, 86, 90, 100, 120))
 CU130_LISTED = " ".join(f"sm_{a}" for a in (75, 80, 86, 90, 100, 120))
-
-
-def _listed(*names: str) -> dict:
-    return _torch("2.9.0+cu128", "12.8", arch_list=list(names))
 
 
 def _no_kernels(code: str, gpu: dict, sm: str, tv: str = "2.9.0+cu128") -> tuple[str, str]:
@@ -190,41 +181,41 @@ def _no_kernels(code: str, gpu: dict, sm: str, tv: str = "2.9.0+cu128") -> tuple
 
 # (case, torch facts, gpus, packages, expected [(code, title)])
 ARCH_ROWS = [
-    ("sm_80 covers 8.6 (same major)", _listed("sm_80", "sm_90"), [A6000], {}, []),
-    ("sm_90a counts as sm_90", _listed("sm_90a"), [H100], {}, []),
+    ("sm_80 covers 8.6 (same major)", arch_listed("sm_80", "sm_90"), [A6000], {}, []),
+    ("sm_90a counts as sm_90", arch_listed("sm_90a"), [H100], {}, []),
     (
         "sm_86 does not cover 8.0",
-        _listed("sm_86"),
+        arch_listed("sm_86"),
         [A100],
         {},
         [_no_kernels("TORCH_ARCH_UNSUPPORTED_GPU", A100, "sm_80")],
     ),
     (
         "sm_80 does not cover 9.0",
-        _listed("sm_80"),
+        arch_listed("sm_80"),
         [H100],
         {},
         [_no_kernels("TORCH_ARCH_UNSUPPORTED_GPU", H100, "sm_90")],
     ),
     (
         "no sm_100 for a B200",
-        _listed("sm_80", "sm_90"),
+        arch_listed("sm_80", "sm_90"),
         [B200],
         {},
         [_no_kernels("TORCH_NO_BLACKWELL_ARCH", B200, "sm_100")],
     ),
-    ("PTX 9.0 JITs on a B200", _listed("sm_80", "sm_90", "compute_90"), [B200], {}, []),
+    ("PTX 9.0 JITs on a B200", arch_listed("sm_80", "sm_90", "compute_90"), [B200], {}, []),
     (
         "PTX 9.0 does not run on an older GPU",
-        _listed("compute_90"),
+        arch_listed("compute_90"),
         [A100],
         {},
         [_no_kernels("TORCH_ARCH_UNSUPPORTED_GPU", A100, "sm_80")],
     ),
-    ("sm_100 covers 10.3", _listed("sm_100"), [B300], {}, []),
+    ("sm_100 covers 10.3", arch_listed("sm_100"), [B300], {}, []),
     (
         "sm_120 with vLLM installed: vLLM's wheel is the cause",
-        _listed("sm_90"),
+        arch_listed("sm_90"),
         [RTX5090],
         {"vllm": {"version": "0.10.0"}},
         [
@@ -237,35 +228,35 @@ ARCH_ROWS = [
     ),
     (
         "sm_120 without vLLM",
-        _listed("sm_90"),
+        arch_listed("sm_90"),
         [RTX5090],
         {"vllm": None},
         [_no_kernels("TORCH_NO_BLACKWELL_ARCH", RTX5090, "sm_120")],
     ),
     (
         "sm_100 with vLLM installed: torch's problem",
-        _listed("sm_90"),
+        arch_listed("sm_90"),
         [B200],
         {"vllm": {"version": "0.10.0"}},
         [_no_kernels("TORCH_NO_BLACKWELL_ARCH", B200, "sm_100")],
     ),
     (
         "cc 13.0 with vLLM installed: only 12.x blames vLLM",
-        _listed("sm_90"),
+        arch_listed("sm_90"),
         [FUTURE],
         {"vllm": {"version": "0.10.0"}},
         [_no_kernels("TORCH_NO_BLACKWELL_ARCH", FUTURE, "sm_130")],
     ),
     (
         "sm_120 covers 12.1, vLLM or not",
-        _listed("sm_120"),
+        arch_listed("sm_120"),
         [GB10],
         {"vllm": {"version": "0.10.0"}},
         [],
     ),
     (
         "one finding per cc, GPUs in order",
-        _listed("sm_86"),
+        arch_listed("sm_86"),
         [A100, A100, H100, NO_CC, A6000],
         {},
         [
@@ -300,17 +291,17 @@ ARCH_ROWS = [
     ),
     (
         "empty arch list counts as unknown",
-        _torch("2.9.0+cu130", "13.0", arch_list=[]),
+        torch_facts("2.9.0+cu130", "13.0", arch_list=[]),
         [V100],
         {},
         [_no_kernels("TORCH_ARCH_UNSUPPORTED_GPU", V100, "sm_70", "2.9.0+cu130")],
     ),
     # unknown never fires
-    ("a variant with no row", _torch("2.9.0+cu111", "11.1"), [P100], {}, []),
-    ("no CUDA version at all", _torch("2.9.0"), [P100], {}, []),
-    ("CPU build", _torch("2.9.0+cpu", arch_list=["sm_50"]), [A100], {}, []),
-    ("cc unknown", _listed("sm_50"), [NO_CC], {}, []),
-    ("no GPU", _listed("sm_50"), [], {}, []),
+    ("a variant with no row", torch_facts("2.9.0+cu111", "11.1"), [P100], {}, []),
+    ("no CUDA version at all", torch_facts("2.9.0"), [P100], {}, []),
+    ("CPU build", torch_facts("2.9.0+cpu", arch_list=["sm_50"]), [A100], {}, []),
+    ("cc unknown", arch_listed("sm_50"), [NO_CC], {}, []),
+    ("no GPU", arch_listed("sm_50"), [], {}, []),
 ]
 
 
@@ -325,10 +316,12 @@ def test_torch_arch_row(case, torch, gpus, pkgs, want):
 
 def test_arch_detail_names_the_source_and_the_list():
     found = list(
-        torch_arch_covers_gpus(Facts({"torch": _listed("sm_86", "sm_90"), "gpus": [A100]}))
+        torch_arch_covers_gpus(Facts({"torch": arch_listed("sm_86", "sm_90"), "gpus": [A100]}))
     )
     assert found[0].detail.startswith("Arch list from torch.cuda.get_arch_list(): sm_86 sm_90.")
-    found = list(torch_arch_covers_gpus(Facts({"torch": _listed("compute_90"), "gpus": [A100]})))
+    found = list(
+        torch_arch_covers_gpus(Facts({"torch": arch_listed("compute_90"), "gpus": [A100]}))
+    )
     assert found[0].detail.startswith("Arch list from torch.cuda.get_arch_list(): none.")
     found = list(torch_arch_covers_gpus(Facts({"torch": CU128, "gpus": [P100]})))
     assert found[0].detail.startswith(
@@ -345,7 +338,7 @@ def test_arch_detail_names_the_source_and_the_list():
     [(P100, "cu126"), (V100, "cu126"), (A100, "cu130"), (B200, "cu130"), (RTX5090, "cu130")],
 )
 def test_arch_fix_index(gpu, index):
-    found = list(torch_arch_covers_gpus(Facts({"torch": _listed("sm_90a"), "gpus": [gpu]})))
+    found = list(torch_arch_covers_gpus(Facts({"torch": arch_listed("sm_90a"), "gpus": [gpu]})))
     assert [f.fix for f in found] == [
         f"pip install --force-reinstall torch --index-url {WHL}/{index}"
     ]
@@ -434,10 +427,10 @@ OLD_ROWS = [
             _vllm_below(V100, "7.0", "vLLM 0.20.0", "7.5"),
         ],
     ),
-    ("CUDA unknown", _torch("2.9.0"), {}, {}, [P100], []),
+    ("CUDA unknown", torch_facts("2.9.0"), {}, {}, [P100], []),
     (
         "CUDA 13 read from the local tag",
-        _torch("2.9.0+cu130"),
+        torch_facts("2.9.0+cu130"),
         {},
         {},
         [V100],
@@ -500,7 +493,7 @@ UNAVAILABLE_ROWS = [
     ("available", {**CU128, "cuda_available": True}, [A100], {}, None),
     ("not probed", CU128, [A100], {}, None),
     ("no GPU", {**CU128, "cuda_available": False}, [], {}, None),
-    ("CPU build", {**_torch("2.9.0+cpu", None), "cuda_available": False}, [A100], {}, None),
+    ("CPU build", {**torch_facts("2.9.0+cpu", None), "cuda_available": False}, [A100], {}, None),
     (
         "CUDA_VISIBLE_DEVICES explains it",
         {**CU128, "cuda_available": False},
@@ -524,248 +517,6 @@ def test_torch_cuda_unavailable_row(case, torch, gpus, env, detail):
 
 def test_unavailable_without_torch_facts():
     assert list(torch_cuda_unavailable(Facts({"gpus": [A100]}))) == []
-
-
-# ----------------------------------------------------------------- nvcc vs torch and the GPUs
-DS = {"deepspeed": {"version": "0.17.0"}}
-
-
-# (case, cuda_toolkit, torch, packages, plan, gpus, expected [(code, severity, title)])
-def _mismatch(sev: str, nvcc: str = "/usr/local/cuda/bin/nvcc") -> tuple[str, str, str]:
-    return (
-        "CUDA_TOOLKIT_TORCH_MISMATCH_BUILD",
-        sev,
-        f"nvcc 12.4 ({nvcc}) vs torch 2.9.0+cu130 built with CUDA 13.0",
-    )
-
-
-NVCC = "/usr/local/cuda/bin/nvcc"
-TK_124 = {"nvcc_version": "12.4", "nvcc": NVCC, "cuda_home": "/usr/local/cuda"}
-TOOLKIT_ROWS = [
-    (
-        "nvcc 12.4, torch cu130, nothing to build",
-        TK_124,
-        CU130,
-        {},
-        {},
-        [A100],
-        [_mismatch("info")],
-    ),
-    ("same major", TK_124, CU128, {}, {}, [A100], []),
-    ("deepspeed builds ops", TK_124, CU130, DS, {}, [A100], [_mismatch("warning")]),
-    (
-        "apex builds",
-        TK_124,
-        CU130,
-        {"apex": {"version": "0.1"}},
-        {},
-        [A100],
-        [_mismatch("warning")],
-    ),
-    ("deepspeed absent", TK_124, CU130, {"deepspeed": None}, {}, [A100], [_mismatch("info")]),
-    (
-        "flash-attn wanted, not installed: a build",
-        TK_124,
-        CU130,
-        {"flash-attn": None},
-        {"attn_implementation": "flash_attention_2"},
-        [A100],
-        [_mismatch("warning")],
-    ),
-    (
-        "flash-attn wanted and installed",
-        TK_124,
-        CU130,
-        {"flash-attn": {"version": "2.8.3"}},
-        {"attn_implementation": "flash_attention_2"},
-        [A100],
-        [_mismatch("info")],
-    ),
-    (
-        "flash-attn not looked for",
-        TK_124,
-        CU130,
-        {},
-        {"attn_implementation": "flash_attention_2"},
-        [A100],
-        [_mismatch("info")],
-    ),
-    (
-        "sdpa needs no build",
-        TK_124,
-        CU130,
-        {"flash-attn": None},
-        {"attn_implementation": "sdpa"},
-        [A100],
-        [_mismatch("info")],
-    ),
-    (
-        "nvcc path unknown",
-        {"nvcc_version": "12.4"},
-        CU130,
-        {},
-        {},
-        [A100],
-        [_mismatch("info", "on PATH")],
-    ),
-    ("torch CUDA unknown", TK_124, _torch("2.9.0"), {}, {}, [A100], []),
-    # nvcc too old for the newest GPU (only when something builds)
-    (
-        "nvcc 12.6 for a B200",
-        {"nvcc_version": "12.6"},
-        CU128,
-        DS,
-        {},
-        [A100, B200],
-        [
-            (
-                "NVCC_TOO_OLD_FOR_ARCH",
-                "warning",
-                "nvcc 12.6 cannot compile for cc 10.0 (needs CUDA >= 12.8)",
-            )
-        ],
-    ),
-    ("nvcc 12.8 for a B200: at the line", {"nvcc_version": "12.8"}, CU128, DS, {}, [B200], []),
-    ("nvcc 12.6 for a B200, no build", {"nvcc_version": "12.6"}, CU128, {}, {}, [B200], []),
-    (
-        "nvcc 11.7 for an H100",
-        {"nvcc_version": "11.7"},
-        _torch("2.0.0+cu117", "11.7"),
-        DS,
-        {},
-        [H100],
-        [
-            (
-                "NVCC_TOO_OLD_FOR_ARCH",
-                "warning",
-                "nvcc 11.7 cannot compile for cc 9.0 (needs CUDA >= 11.8)",
-            )
-        ],
-    ),
-    (
-        "nvcc 11.8 for an H100",
-        {"nvcc_version": "11.8"},
-        _torch("2.0.0+cu118", "11.8"),
-        DS,
-        {},
-        [H100],
-        [],
-    ),
-    (
-        "no row below Hopper",
-        {"nvcc_version": "11.0"},
-        _torch("2.0.0+cu110", "11.0"),
-        DS,
-        {},
-        [A100],
-        [],
-    ),
-    ("cc unknown", {"nvcc_version": "11.0"}, _torch("2.0.0+cu110", "11.0"), DS, {}, [NO_CC], []),
-    # several nvcc on PATH
-    (
-        "two nvcc in two dirs",
-        {"nvcc_on_path": ["/usr/local/cuda-12.8/bin/nvcc", 5, "/usr/bin/nvcc"]},
-        None,
-        {},
-        {},
-        [],
-        [
-            (
-                "NVCC_MULTIPLE_ON_PATH",
-                "info",
-                "2 nvcc on PATH; builds use /usr/local/cuda-12.8/bin/nvcc",
-            )
-        ],
-    ),
-    (
-        "the same dir twice",
-        {"nvcc_on_path": ["/usr/bin/nvcc", "/usr/bin/nvcc"]},
-        None,
-        {},
-        {},
-        [],
-        [],
-    ),
-    # deepspeed without any toolkit
-    (
-        "deepspeed, no toolkit",
-        {"cuda_home": None, "nvcc": None, "nvcc_on_path": []},
-        None,
-        DS,
-        {},
-        [],
-        [
-            (
-                "CUDA_HOME_MISSING_DEEPSPEED",
-                "error",
-                "deepspeed 0.17.0 is installed but there is no CUDA toolkit (CUDA_HOME unset, no nvcc)",
-            )
-        ],
-    ),
-    (
-        "no toolkit, no deepspeed",
-        {"cuda_home": None, "nvcc": None},
-        None,
-        {"deepspeed": None},
-        {},
-        [],
-        [],
-    ),
-    ("CUDA_HOME not looked at", {"nvcc": None}, None, DS, {}, [], []),
-    ("nvcc not looked at", {"cuda_home": None}, None, DS, {}, [], []),
-    ("CUDA_HOME set", {"cuda_home": "/usr/local/cuda", "nvcc": None}, None, DS, {}, [], []),
-    ("nvcc found", {"cuda_home": None, "nvcc": NVCC}, None, DS, {}, [], []),
-    (
-        "nvcc on PATH",
-        {"cuda_home": None, "nvcc": None, "nvcc_on_path": [NVCC]},
-        None,
-        DS,
-        {},
-        [],
-        [],
-    ),
-    (
-        "a version alone",
-        {"cuda_home": None, "nvcc": None, "nvcc_version": "12.8"},
-        None,
-        DS,
-        {},
-        [],
-        [],
-    ),
-]
-
-
-@pytest.mark.parametrize(
-    ("case", "tk", "torch", "pkgs", "plan", "gpus", "want"),
-    TOOLKIT_ROWS,
-    ids=[r[0] for r in TOOLKIT_ROWS],
-)
-def test_cuda_toolkit_row(case, tk, torch, pkgs, plan, gpus, want):
-    snap = {"cuda_toolkit": tk, "packages": pkgs, "plan": plan, "gpus": gpus}
-    if torch is not None:
-        snap["torch"] = torch
-    found = list(cuda_toolkit(Facts(snap)))
-    assert [(f.code, f.severity, f.title) for f in found] == want
-    assert all(f.detail for f in found)
-    # a fix wherever the finding has a single remedy to offer
-    assert all(f.fix for f in found if f.code.startswith(("CUDA_TOOLKIT", "NVCC_TOO_OLD")))
-
-
-def test_toolkit_fixes_name_the_versions():
-    snap = {"cuda_toolkit": TK_124, "torch": CU130, "packages": DS, "gpus": [B200]}
-    found = list(cuda_toolkit(Facts(snap)))
-    assert [f.code for f in found] == ["CUDA_TOOLKIT_TORCH_MISMATCH_BUILD", "NVCC_TOO_OLD_FOR_ARCH"]
-    assert found[0].fix == "install CUDA toolkit 13.x and export CUDA_HOME=/usr/local/cuda-13.0"
-    assert "CUDA >= 12.8" in found[1].fix
-    assert "Blackwell" in found[1].detail  # the source of the 12.8 line is cited
-    paths = ["/a/bin/nvcc", "/b/bin/nvcc"]
-    (f,) = cuda_toolkit(Facts({"cuda_toolkit": {"nvcc_on_path": paths}}))
-    assert f.detail == "/a/bin/nvcc\n/b/bin/nvcc"
-
-
-def test_no_toolkit_section_is_not_a_missing_toolkit():
-    assert list(cuda_toolkit(Facts({"packages": DS}))) == []
 
 
 # ----------------------------------------------------------------- TORCH_CUDA_ARCH_LIST
@@ -810,7 +561,7 @@ def test_fixes_carry_the_remedy_not_the_generic_one():
     (f,) = gpu_too_old(Facts(snap))
     assert f.fix.startswith("use_vllm=false (HF generation)")
     snap = {
-        "torch": _listed("sm_90"),
+        "torch": arch_listed("sm_90"),
         "packages": {"vllm": {"version": "0.10.0"}},
         "gpus": [RTX5090],
     }
