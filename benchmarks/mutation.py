@@ -31,6 +31,9 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
 EQUIVALENT_DOC = ROOT / "docs" / "testing.md"
+# One file per module's equivalent mutants (docs/mutants/<module>.md), so work on two
+# modules never edits the same table.
+EQUIVALENT_DIR = ROOT / "docs" / "mutants"
 GOAL = 0.85
 
 
@@ -152,12 +155,16 @@ MODULES: tuple[Module, ...] = (
 KILLED = {"killed", "timeout", "caught by type check", "segfault"}
 
 
-def equivalent_names(doc: Path = EQUIVALENT_DOC) -> set[str]:
-    """Mutant names listed as equivalent in docs/testing.md (`` `name` `` in a table row),
-    and those listed under its "import time" heading (see `import_time_names`)."""
-    if not doc.exists():
-        return set()
-    return set(re.findall(r"^\| `([\wǁ.]+__mutmut_\d+)`", doc.read_text(), flags=re.M))
+def equivalent_names(doc: Path | None = None) -> set[str]:
+    """Mutant names listed as equivalent (`` `name` `` in a table row) in docs/testing.md
+    and docs/mutants/*.md, and those under testing.md's "import time" heading (see
+    `import_time_names`)."""
+    docs = [doc] if doc else [EQUIVALENT_DOC, *sorted(EQUIVALENT_DIR.glob("*.md"))]
+    names: set[str] = set()
+    for path in docs:
+        if path.exists():
+            names |= set(re.findall(r"^\| `([\wǁ.]+__mutmut_\d+)`", path.read_text(), flags=re.M))
+    return names
 
 
 def import_time_names(doc: Path = EQUIVALENT_DOC) -> set[str]:
