@@ -199,6 +199,19 @@ def plan_bool(facts: Facts, key: str) -> bool | None:
     return plan_get(facts, key, bool)
 
 
+# NVML's names of vLLM's engine processes (set with setproctitle) and of older releases.
+VLLM_PROCESS_PREFIXES = ("VLLM::", "vllm")
+
+
+def vllm_engines(gpu: dict[str, Any]) -> list[dict[str, Any]]:
+    """The vLLM engine processes the probe listed on one GPU."""
+    return [
+        p
+        for p in gpu.get("processes") or []
+        if isinstance(p, dict) and str(p.get("name", "")).startswith(VLLM_PROCESS_PREFIXES)
+    ]
+
+
 def uses_vllm(facts: Facts) -> bool:
     return plan_bool(facts, "use_vllm") is True
 

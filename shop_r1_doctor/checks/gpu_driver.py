@@ -16,12 +16,13 @@ from shop_r1_doctor.checks._base import (
     plan_bool,
     torch_cuda,
     torch_version,
+    visible_gpus,
+    vllm_engines,
 )
 from shop_r1_doctor.facts import Facts, parse_version
 from shop_r1_doctor.findings import Finding
 from shop_r1_doctor.knowledge import load_compat
 
-VLLM_PROCESS_PREFIXES = ("VLLM::", "vllm")
 BUSY_FRACTION = 0.10  # other processes holding more than this share of a GPU
 
 
@@ -177,12 +178,14 @@ def visible_devices(facts: Facts) -> Iterator[Finding]:
 
 
 def gpu_processes(facts: Facts) -> Iterator[Finding]:
-    for gpu in facts.gpus:
+    # Only the GPUs this shell's CUDA_VISIBLE_DEVICES leaves to the run: a launch script's
+    # trainer (GPU 1) must not be told to kill its own vLLM server's engine (GPU 0).
+    for gpu in visible_gpus(facts):
         procs = [p for p in gpu.get("processes") or [] if isinstance(p, dict)]
         if not procs:
             yield from _busy_unseen(gpu)
             continue
-        vllm = [p for p in procs if str(p.get("name", "")).startswith(VLLM_PROCESS_PREFIXES)]
+        vllm = vllm_engines(gpu)
         total = gpu.get("memory_total_bytes")
         held = sum(p.get("used_bytes") or 0 for p in procs if isinstance(p.get("used_bytes"), int))
         pids = " ".join(str(p.get("pid")) for p in (vllm or procs))

@@ -15,6 +15,7 @@ from shop_r1_doctor.checks._base import (
     cc_text,
     finding,
     gpu_cc,
+    gpu_name,
     gpu_names,
     pkg_installed,
     pkg_version,
@@ -25,6 +26,7 @@ from shop_r1_doctor.checks._base import (
     plan_str,
     uses_vllm,
     visible_gpus,
+    vllm_engines,
 )
 from shop_r1_doctor.facts import Facts
 from shop_r1_doctor.findings import Finding
@@ -198,19 +200,44 @@ def rows_truncated(facts: Facts) -> Iterator[Finding]:
     )
 
 
+SAME_GPU_DETAIL = (
+    "Weight sync builds an NCCL group across server and trainer: 'Duplicate GPU detected : "
+    "rank 1 and rank 0 both on CUDA device' -> NCCL error: invalid usage."
+)
+
+
 def server_same_gpu(facts: Facts) -> Iterator[Finding]:
     if not uses_vllm(facts) or plan_str(facts, "vllm_mode") != "server" or "gpus" not in facts.raw:
         return
     gpus = visible_gpus(facts)
     procs = plan_int(facts, "num_processes") or 1
-    if not gpus or len(gpus) > procs:
+    # A GPU the trainer does not use is left for the server: a spare visible one, or one
+    # that CUDA_VISIBLE_DEVICES hides from the trainer (how a launch script splits them:
+    # the trainer sees only GPU 1 while `trl vllm-serve` runs on GPU 0).
+    hidden = [g for g in facts.gpus if g not in gpus]
+    if not gpus:
+        return
+    # A vLLM engine already on a GPU the trainer takes: the server was started there.
+    for gpu in gpus[:procs]:
+        engines = vllm_engines(gpu)
+        if engines:
+            yield finding(
+                "TRL_SERVER_MODE_SAME_GPU",
+                f"a vLLM engine (pid {', '.join(str(p.get('pid')) for p in engines)}) "
+                f"already runs on {gpu_name(gpu)} (GPU {gpu.get('index', '?')}), which the "
+                "trainer would use",
+                detail=SAME_GPU_DETAIL,
+                fix="start `trl vllm-serve` with CUDA_VISIBLE_DEVICES on another GPU than the "
+                "trainer's (a launch script does: shop-r1 launch grpo --gpus 2)",
+            )
+            return
+    if len(gpus) > procs or hidden:
         return
     yield finding(
         "TRL_SERVER_MODE_SAME_GPU",
         f"`trl vllm-serve` and {procs} training process(es) would share {gpu_names(gpus)} "
         f"({len(gpus)} GPU visible)",
-        detail="Weight sync builds an NCCL group across server and trainer: 'Duplicate GPU "
-        "detected : rank 1 and rank 0 both on CUDA device' -> NCCL error: invalid usage.",
+        detail=SAME_GPU_DETAIL,
         fix='vllm_mode: "colocate" (one GPU), or CUDA_VISIBLE_DEVICES=0 trl vllm-serve ... and '
         "CUDA_VISIBLE_DEVICES=1 for the trainer",
     )

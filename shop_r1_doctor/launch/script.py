@@ -120,7 +120,7 @@ def render_script(plan: LaunchPlan, names: dict[str, str]) -> str:
     out += [
         f'OUTPUT_DIR="${{OUTPUT_DIR:-{plan.output_dir}}}"',
         'RUN_DIR="${RUN_DIR:-$OUTPUT_DIR/launch-$(date -u +%Y%m%dT%H%M%SZ)}"',
-        f'MIN_SECONDS="${{MIN_SECONDS:-{5 if r.task == "eval" else 60}}}"  # a run ending sooner did nothing',
+        f'MIN_SECONDS="${{MIN_SECONDS:-{5 if r.task == "eval" else 60}}}"  # without a summary: sooner did nothing',
     ]
     if has_server:
         gpus = ",".join(map(str, plan.server_gpus))
@@ -408,6 +408,29 @@ def _main_run(plan: LaunchPlan, names: dict[str, str], multi_node: bool) -> list
             'port_free "$MAIN_PORT" || fail "port $MAIN_PORT is in use; set MAIN_PORT to a free port"'
         )
     step = "3" if plan.generation == "vllm-server" else "2"
+    too_short = (
+        '(( elapsed >= MIN_SECONDS )) || fail "'
+        + label
+        + ' ended after ${elapsed}s (< MIN_SECONDS=$MIN_SECONDS): nothing was trained? see the log"'
+    )
+    if r.task == "eval":
+        verdict = [too_short]
+    else:
+        # What the trainer wrote, not the wall clock, says whether it trained: on the 2x H200
+        # a real 6-step GRPO run took 41 s and failed a 60 s floor. The floor stays for runs
+        # that write no summary (a crash before the end, a worker node of a multi-node run).
+        verdict = [
+            "steps=",
+            'if [[ "$OUTPUT_DIR/summary.json" -nt "$RUN_DIR/.started" ]]; then',
+            '  steps=$("$PYTHON" -c \'import json, sys; print(int(json.load(open(sys.argv[1])).get("steps") or 0))\' "$OUTPUT_DIR/summary.json" 2>/dev/null || true)',
+            "fi",
+            'if [[ -n "$steps" ]]; then',
+            '  (( steps > 0 )) || fail "training ran 0 optimizer steps ($OUTPUT_DIR/summary.json): '
+            'nothing was trained; see the log"',
+            "else",
+            "  " + too_short,
+            "fi",
+        ]
     return [
         "",
         f"# {step}. The {label}: output timestamped into $RUN_DIR.",
@@ -415,13 +438,12 @@ def _main_run(plan: LaunchPlan, names: dict[str, str], multi_node: bool) -> list
         f'log "{label} on GPU(s) ${{TRAIN_GPUS:-none}}; logs in $RUN_DIR"',
         "start=$SECONDS",
         "rc=0",
+        *([] if r.task == "eval" else ['touch "$RUN_DIR/.started"']),
         f"{devices}{what} \\",
         f'  2>&1 | stamp | tee "$RUN_DIR/{r.task}.log" || rc=$?',
         "elapsed=$((SECONDS - start))",
         f'[[ -s "$RUN_DIR/{r.task}.log" ]] || fail "{r.task}.log is empty: the {label} never started"',
         f'(( rc == 0 )) || fail "{label} exited with status $rc after ${{elapsed}}s (see $RUN_DIR/{r.task}.log)"',
-        '(( elapsed >= MIN_SECONDS )) || fail "'
-        + label
-        + ' ended after ${elapsed}s (< MIN_SECONDS=$MIN_SECONDS): nothing was trained? see the log"',
+        *verdict,
         f'log "{label} done in ${{elapsed}}s"',
     ]

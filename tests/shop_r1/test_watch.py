@@ -133,3 +133,12 @@ def test_echo_prints_one_finding_to_stderr(capsys):
     err = capsys.readouterr().err
     assert err.startswith("shop-r1: warning GRPO_NO_REWARD_SIGNAL: steps 1-3:")
     assert "fix: start GRPO from the SFT model" in err
+
+
+def test_recorded_two_gpu_server_run_has_reward_signal():
+    text = (LOGS / "h200x2_launch_grpo_server_ignore.log").read_text(encoding="utf-8")
+    dicts = [d for d in _trl_dicts(text) if "frac_reward_zero_std" in d]
+    assert len(dicts) == 6  # 6 steps, logging_steps 1, weight sync to `trl vllm-serve`
+    assert _watch_over(dicts).findings == []
+    codes = {m.match.signature.code for m in diagnose_log(text).matches}
+    assert "GRPO_NO_REWARD_SIGNAL" not in codes

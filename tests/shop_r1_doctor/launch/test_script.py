@@ -133,6 +133,10 @@ h.HTTPServer(("127.0.0.1", int(sys.argv[1])), H).serve_forever()' "$port" ;;
     [[ -n "${FAKE_SILENT:-}" ]] && exit 0
     echo "trainer CUDA_VISIBLE_DEVICES=$CUDA_VISIBLE_DEVICES"
     echo "args: $*"
+    if [[ -n "${FAKE_STEPS:-}" ]]; then  # the summary.json shop-r1 train writes at the end
+      out=$(echo "$*" | sed -E 's/.*--output-dir ([^ ]+).*/\1/')
+      mkdir -p "$out" && echo "{\"steps\": $FAKE_STEPS}" > "$out/summary.json"
+    fi
     exit "${FAKE_TRAIN_RC:-0}" ;;
   *) exec REAL "$@" ;;
 esac
@@ -160,6 +164,7 @@ def _run(tmp_path: Path, gpus: int, **env: str) -> tuple[subprocess.CompletedPro
     full_env = {
         **os.environ,
         "RUN_DIR": str(run_dir),
+        "OUTPUT_DIR": str(tmp_path / "out"),
         "MIN_SECONDS": "0",
         "HEALTH_POLL": "0.2",
         **ports,
@@ -192,6 +197,8 @@ def test_launch_script_fails_on_empty_log_short_run_and_preflight_errors(tmp_pat
     assert proc.returncode == 1 and "grpo.log is empty" in proc.stderr
     proc, _ = _run(tmp_path / "b", gpus=1, MIN_SECONDS="3600")
     assert proc.returncode == 1 and "< MIN_SECONDS=3600" in proc.stderr
+    proc, _ = _run(tmp_path / "b0", gpus=1, MIN_SECONDS="3600", FAKE_STEPS="0")
+    assert proc.returncode == 1 and "ran 0 optimizer steps" in proc.stderr
     proc, _ = _run(tmp_path / "c", gpus=1, FAKE_PREFLIGHT_RC="1")
     assert proc.returncode == 1 and "the preflight found errors" in proc.stderr
     assert "grpo.log" not in {p.name for p in (tmp_path / "c" / "rundir").iterdir()}
@@ -238,3 +245,17 @@ def test_launch_cli_writes_script_and_siblings(tmp_path):
     config = yaml.safe_load((tmp_path / "runs" / "run_grpo.config.yaml").read_text())
     assert config["vllm_mode"] == "server" and config["vllm_server_host"] == "127.0.0.1"
     assert "trainer on GPU(s) 1" in result.output
+
+
+def test_launch_script_judges_a_short_run_by_its_summary_not_the_clock(tmp_path):
+    # 2x H200, GRPO server mode: 6 real steps in 41 s failed the old 60 s floor.
+    proc, run_dir = _run(tmp_path / "a", gpus=2, MIN_SECONDS="3600", FAKE_STEPS="6")
+    assert proc.returncode == 0, proc.stderr
+    assert "training done" in (run_dir / "launch.log").read_text()
+    # A summary.json left by an earlier run does not vouch for this one.
+    out = tmp_path / "b" / "out"
+    out.mkdir(parents=True)
+    (out / "summary.json").write_text('{"steps": 6}')
+    os.utime(out / "summary.json", (1, 1))
+    proc, _ = _run(tmp_path / "b", gpus=1, MIN_SECONDS="3600")
+    assert proc.returncode == 1 and "< MIN_SECONDS=3600" in proc.stderr
