@@ -142,3 +142,11 @@ def test_recorded_two_gpu_server_run_has_reward_signal():
     assert _watch_over(dicts).findings == []
     codes = {m.match.signature.code for m in diagnose_log(text).matches}
     assert "GRPO_NO_REWARD_SIGNAL" not in codes
+
+
+def test_recorded_fixed_two_gpu_script_ran_from_the_base_model_without_signal():
+    text = (LOGS / "h200x2_launch_grpo_server.log").read_text(encoding="utf-8")
+    dicts = [d for d in _trl_dicts(text) if "frac_reward_zero_std" in d]
+    assert len(dicts) == 6
+    assert [f.code for f in _watch_over(dicts).findings] == ["GRPO_NO_REWARD_SIGNAL"]
+    assert "training done in 36s" in text and "error:" not in text
