@@ -21,7 +21,7 @@ from shop_r1_doctor.checks._base import (
 )
 from shop_r1_doctor.facts import Facts, parse_version
 from shop_r1_doctor.findings import Finding
-from shop_r1_doctor.knowledge import load_compat
+from shop_r1_doctor.knowledge import driver_text, load_compat
 
 BUSY_FRACTION = 0.10  # other processes holding more than this share of a GPU
 
@@ -33,6 +33,10 @@ def _driver(facts: Facts) -> tuple[Version | None, Version | None]:
     if cuda is None and driver is not None:
         cuda = load_compat().max_cuda_for_driver(driver, facts.os or "linux")
     return driver, cuda
+
+
+def _text(version: Version | None) -> str:
+    return "?" if version is None else driver_text(version)
 
 
 def driver_vs_cuda_build(facts: Facts) -> Iterator[Finding]:
@@ -64,10 +68,10 @@ def driver_vs_cuda_build(facts: Facts) -> Iterator[Finding]:
         if need is not None:
             minimum = need.windows if os_name == "windows" else need.linux
             need_text = (
-                f"; CUDA {cuda.major}.{cuda.minor} needs driver >= {minimum} ({need.source})"
+                f"; CUDA {cuda.major}.{cuda.minor} needs driver >= {_text(minimum)} ({need.source})"
             )
         code = "CONTAINER_CUDA_GT_HOST_DRIVER" if in_container else "DRIVER_TOO_OLD_FOR_TORCH_CUDA"
-        named = f"driver {driver}" if driver is not None else "the driver"
+        named = f"driver {_text(driver)}" if driver is not None else "the driver"
         title = f"{what} needs CUDA {cuda.major}.{cuda.minor}; {named} supports CUDA {driver_cuda}"
         if within_minor and floor is not None:
             yield finding(
@@ -76,10 +80,10 @@ def driver_vs_cuda_build(facts: Facts) -> Iterator[Finding]:
                 severity="warning",
                 detail=(
                     f"It runs through CUDA minor-version compatibility (driver >= "
-                    f"{floor.linux} for CUDA {cuda.major}.x), without PTX JIT: kernels "
+                    f"{_text(floor.linux)} for CUDA {cuda.major}.x), without PTX JIT: kernels "
                     f"missing for your GPU fail at runtime{need_text}."
                 ),
-                fix=f"upgrade the driver to >= {need.linux if need else 'the CUDA ' + str(cuda) + ' minimum'}",
+                fix=f"upgrade the driver to >= {_text(need.linux) if need else 'the CUDA ' + str(cuda) + ' minimum'}",
             )
             continue
         yield finding(

@@ -31,6 +31,14 @@ def public(version: Version) -> Version:
     return Version(version.public)
 
 
+def driver_text(version: Version) -> str:
+    """An NVIDIA driver version as NVIDIA writes it: `Version` normalises 580.65.06 to
+    580.65.6 and 576.02 to 576.2, which no driver is called; the fields after the branch
+    are two digits."""
+    major, *rest = version.release
+    return ".".join([str(major), *(f"{n:02d}" for n in rest)])
+
+
 @dataclass(frozen=True)
 class DriverMin:
     cuda: Version

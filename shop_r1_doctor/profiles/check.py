@@ -15,7 +15,7 @@ from dataclasses import dataclass
 from packaging.version import Version
 
 from shop_r1_doctor.hardware import Archs, archs_with_ptx, parse_arch_list
-from shop_r1_doctor.knowledge import Compat
+from shop_r1_doctor.knowledge import Compat, driver_text
 from shop_r1_doctor.profiles.model import CC, Profile
 
 
@@ -148,7 +148,7 @@ def _cuda(p: Profile, compat: Compat) -> Iterator[tuple[str, str]]:
         yield (
             "cuda.min_driver",
             (
-                f"{p.cuda.min_driver_text} is below the {row.linux} that CUDA {p.cuda.version} needs "
+                f"{p.cuda.min_driver_text} is below the {driver_text(row.linux)} that CUDA {p.cuda.version} needs "
                 f"({row.source})"
             ),
         )

@@ -272,8 +272,8 @@ def test_gpu_runtime_in_container_row(case, snap, want):
 
 
 # ----------------------------------------------------------------- driver vs CUDA, more rows
-# (case, snapshot, [(code, severity, title)], the minimum driver the detail names; its
-# last part is left open: it prints normalised, 576.2 for NVIDIA's 576.02)
+# (case, snapshot, [(code, severity, title)], the minimum driver the detail names, written
+# as NVIDIA writes it: 576.02, not packaging's normalised 576.2)
 DRIVER_ROWS = [
     # Windows needs 576.02 for CUDA 12.9 (Linux: 575.51.03): the driver's CUDA by OS
     (
@@ -290,7 +290,7 @@ DRIVER_ROWS = [
                 "torch 2.8.0+cu129 needs CUDA 12.9; driver 575.60 supports CUDA 12.8",
             )
         ],
-        "CUDA 12.9 needs driver >= 576.",
+        "CUDA 12.9 needs driver >= 576.02 (",
     ),
     (
         "linux 575.60 and a cu129 torch",
@@ -316,7 +316,7 @@ DRIVER_ROWS = [
                 "torch 2.8.0+cu129 needs CUDA 12.9; driver 570.86.10 supports CUDA 12.8",
             )
         ],
-        "CUDA 12.9 needs driver >= 575.51.",
+        "CUDA 12.9 needs driver >= 575.51.03 (",
     ),
     # NVML names the CUDA without the driver's version
     (
@@ -333,7 +333,7 @@ DRIVER_ROWS = [
                 "torch 2.8.0+cu128 needs CUDA 12.8; the driver supports CUDA 12.4",
             )
         ],
-        "CUDA 12.8 needs driver >= 570.26",
+        "CUDA 12.8 needs driver >= 570.26 (",
     ),
     # the torch build and the image's CUDA_VERSION are both checked
     (
@@ -356,7 +356,7 @@ DRIVER_ROWS = [
                 "the image's CUDA_VERSION needs CUDA 12.9; driver 570.86.10 supports CUDA 12.8",
             ),
         ],
-        "CUDA 12.9 needs driver >= 575.51.",
+        "CUDA 12.9 needs driver >= 575.51.03 (",
     ),
 ]
 

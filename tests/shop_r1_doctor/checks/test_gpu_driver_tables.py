@@ -181,17 +181,17 @@ def test_driver_finding_texts():
     (warn,) = driver_vs_cuda_build(facts("570.86.10", "12.8", "2.8.0+cu129"))
     assert warn.title == "torch 2.8.0+cu129 needs CUDA 12.9; driver 570.86.10 supports CUDA 12.8"
     assert "minor-version compatibility (driver >= 525.60.13 for CUDA 12.x)" in warn.detail
-    assert "CUDA 12.9 needs driver >= 575.51.3" in warn.detail
-    assert warn.fix == "upgrade the driver to >= 575.51.3"
+    assert "CUDA 12.9 needs driver >= 575.51.03" in warn.detail
+    assert warn.fix == "upgrade the driver to >= 575.51.03"
     (err,) = driver_vs_cuda_build(facts("570.86.10", "12.8", "2.11.0+cu130"))
     assert err.title == "torch 2.11.0+cu130 needs CUDA 13.0; driver 570.86.10 supports CUDA 12.8"
     assert (
-        "driver version is insufficient" in err.detail and "needs driver >= 580.65.6" in err.detail
+        "driver version is insufficient" in err.detail and "needs driver >= 580.65.06" in err.detail
     )
     assert err.fix.endswith("pip install torch --index-url https://download.pytorch.org/whl/cu128)")
     assert "CUDA <= 12.8" in err.fix
     (win,) = driver_vs_cuda_build(facts("572.16", "12.8", "2.8.0+cu129", os="windows"))
-    assert "CUDA 12.9 needs driver >= 576.2" in win.detail
+    assert "CUDA 12.9 needs driver >= 576.02" in win.detail
     (image,) = driver_vs_cuda_build(
         facts("570.86.10", "12.8", "2.7.0+cu128", container="docker", image_cuda="12.9.1")
     )

@@ -137,3 +137,16 @@ def test_fa_wheel_rows_respect_python_for_torch(
 ) -> None:
     row = load_compat().newest_fa_covering(Version(torch), 12, Version(python) if python else None)
     assert (row.release if row else None) == release
+
+
+@pytest.mark.parametrize(
+    ("text", "shown"),
+    [("580.65.06", "580.65.06"), ("576.02", "576.02"), ("575.51.03", "575.51.03"),
+     ("580.159.04", "580.159.04"), ("410.48", "410.48"), ("570.26", "570.26"), ("470", "470")],
+)  # fmt: skip
+def test_driver_versions_print_as_nvidia_writes_them(text, shown):
+    from packaging.version import Version
+
+    from shop_r1_doctor.knowledge import driver_text
+
+    assert driver_text(Version(text)) == shown

@@ -56,7 +56,7 @@ CASES = [
         "hopper",
         lambda d: d["cuda"].update(min_driver="570.26"),
         "cuda.min_driver",
-        "below the 580.65.6",
+        "below the 580.65.06",
     ),
     (
         "hopper",
