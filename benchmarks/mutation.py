@@ -142,7 +142,12 @@ MODULES: tuple[Module, ...] = (
     Module(
         "logscan",
         ("shop_r1_doctor/logscan.py",),
-        ("tests/shop_r1_doctor/test_logscan.py", "tests/shop_r1_doctor/test_logscan_table.py"),
+        (
+            "tests/shop_r1_doctor/test_logscan.py",
+            "tests/shop_r1_doctor/test_logscan_table.py",
+            "tests/shop_r1_doctor/test_logscan_real_logs.py",
+            "tests/shop_r1_doctor/test_logscan_rows.py",
+        ),
     ),
     Module(
         "redact",

@@ -152,9 +152,7 @@ def _parse_entry(r: Reader, entry: dict[str, Any], where: str) -> Signature:
         key: r.str_list(entry, key, where, "evidence names") if key in entry else []
         for key in ("when", "unless", "prefer")
     }
-    rank = r.get(entry, "rank", where, int, default=0)
-    if isinstance(rank, bool):
-        raise r.fail(f"{where}.rank", f"expected an integer, got {rank!r}")
+    rank = r.get(entry, "rank", where, int, default=0)  # YAML `true` is no integer here
     r.https(entry, "source", where)
     try:
         pattern = re.compile(entry["pattern"])
@@ -269,7 +267,7 @@ def diagnose_log(text: str, context: str = "") -> LogDiagnosis:
     `context` is other text about the same run (the command that failed): it counts as
     evidence (a `trl vllm-serve` command shows TRL) but is never matched as a symptom."""
     stripped = strip_prefixes(text)
-    evidence = find_evidence(stripped + "\n" + context if context else stripped)
+    evidence = find_evidence(f"{stripped}\n{context}")
     ranked = []
     for m in scan_log(stripped, evidence=evidence):
         sig = m.signature
@@ -350,7 +348,7 @@ def extract_fatal(text: str, max_lines: int = 40) -> str | None:
         if line.strip() and not (
             line.startswith((" ", "\t"))
             or re.match(r"^(?:Current thread|Thread|Stack) .*\(most recent call first\):", line)
-            or line.startswith(("Extension modules:", "Current thread", "Stack"))
+            or line.startswith(("Extension modules:", "Current thread"))
         ):
             break
         block.append(line)
