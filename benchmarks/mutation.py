@@ -83,7 +83,12 @@ MODULES: tuple[Module, ...] = (
     Module(
         "autoconfig",
         ("shop_r1/autoconfig.py",),
-        ("tests/shop_r1/test_autoconfig.py", "tests/shop_r1/test_autoconfig_batch.py"),
+        # the decision rows first: they kill most mutants in milliseconds
+        (
+            "tests/shop_r1/test_autoconfig_rows.py",
+            "tests/shop_r1/test_autoconfig.py",
+            "tests/shop_r1/test_autoconfig_batch.py",
+        ),
     ),
     Module(
         "memory",

@@ -82,6 +82,12 @@ def _cuda(facts: Facts) -> bool:
     return bool(facts.gpus)
 
 
+def _first_line(error: str) -> str:
+    """An import error's first line, cut at 80 characters, for a reason ('error' if none)."""
+    lines = error.splitlines()
+    return lines[0][:80] if lines else "error"
+
+
 def _choose_attention(facts: Facts, cfg: _RunConfig, cuda: bool, plan: AutoPlan) -> None:
     if cfg.attn_implementation != "auto":
         plan.attn_implementation = cfg.attn_implementation
@@ -97,7 +103,7 @@ def _choose_attention(facts: Facts, cfg: _RunConfig, cuda: bool, plan: AutoPlan)
         plan.note("attn_implementation", "sdpa", "no CUDA GPU: FlashAttention needs one")
         return
     cc = min(facts.ccs(), default=None)
-    cc_text = f"{cc[0]}.{cc[1]}" if cc else "unknown"
+    cc_text = ".".join(map(str, cc or ()))  # printed only when the cc is known
     if cc and cc[0] == 9 and facts.import_ok("flash_attn_interface"):
         plan.attn_implementation = "flash_attention_3"
         plan.note(
@@ -116,8 +122,7 @@ def _choose_attention(facts: Facts, cfg: _RunConfig, cuda: bool, plan: AutoPlan)
     if cc and cc < (8, 0):
         why = f"cc {cc_text} < 8.0: FlashAttention 2 needs Ampere or newer"
     elif fa2 is False:
-        first = facts.import_error("flash_attn").splitlines()[:1]
-        why = f"flash_attn import fails ({first[0][:80] if first else 'error'})"
+        why = f"flash_attn import fails ({_first_line(facts.import_error('flash_attn'))})"
     elif facts.installed("flash-attn") is False:
         why = "flash-attn is not installed (pip install flash-attn for ~1.5-2x with padding-free)"
     else:
@@ -180,8 +185,8 @@ def _choose_kernels(facts: Facts, cfg: _RunConfig, cuda: bool, plan: AutoPlan) -
         )
     elif facts.installed("liger-kernel") and ok is False:
         plan.liger_kernel = False
-        first = facts.import_error("liger_kernel.transformers").splitlines()[:1]
-        why = f"liger_kernel import fails ({first[0][:80] if first else 'error'})"
+        error = _first_line(facts.import_error("liger_kernel.transformers"))
+        why = f"liger_kernel import fails ({error})"
     else:
         plan.liger_kernel = False
         why = "liger-kernel is not installed (pip install 'shop-r1[liger]': up to +36% tokens/s at 0.5B)"
@@ -356,7 +361,7 @@ def _choose_packing(facts: Facts, cfg: SFTRunConfig, cuda: bool, plan: AutoPlan)
         if torch_version is None:
             plan.padding_free = False
             why = "torch's version is unknown (the snapshot did not probe torch): padded batches"
-        elif torch_version.release[:2] < packing.MIN_TORCH:
+        elif torch_version.release < packing.MIN_TORCH:
             plan.padding_free = False
             why = f"torch {torch_version} has no varlen kernel (>= 2.9) and no flash-attn"
         elif cc is None or cc < (8, 0):
@@ -400,7 +405,7 @@ def _decide_grpo(
     *,
     prompt_len: int,
 ) -> None:
-    n_gpus = int((facts.torch or {}).get("device_count") or len(facts.gpus)) if cuda else 0
+    n_gpus = int((facts.torch or {}).get("device_count") or len(facts.gpus))
     vllm_ok = facts.import_ok("vllm")
     if vllm_ok and facts.import_ok("vllm._custom_ops") is False:
         vllm_ok = False  # the package imports but its compiled kernels do not load
@@ -423,7 +428,7 @@ def _decide_grpo(
     seq = prompt_len + cfg.max_completion_length
     plan.seq_len = seq
     if plan.use_vllm:
-        spare = n_gpus - cfg.num_processes
+        spare = n_gpus - cfg.num_processes if cuda else 0  # GPUs torch cannot use are not spare
         if cfg.vllm_mode != "auto":
             plan.vllm_mode, why = cfg.vllm_mode, "set in the config"
         elif spare >= 1:
@@ -456,7 +461,7 @@ def _decide_grpo(
             frac, vwhy = cfg.vllm_gpu_memory_utilization, "set in the config"
         plan.vllm_gpu_memory_utilization = frac
         plan.note("vllm_gpu_memory_utilization", frac, vwhy)
-        reserved += int(frac * gpu_bytes)
+        reserved = int(frac * gpu_bytes)
     if cfg.beta > 0:
         reserved += shape.params * (2 if plan.dtype != "fp32" else 4)  # frozen reference model
     _choose_batch(
@@ -485,7 +490,7 @@ def render_table(plan: AutoPlan, title: str = "auto-configuration") -> Any:
     from rich.markup import escape
     from rich.table import Table
 
-    table = Table(title=title, show_lines=False)
+    table = Table(title=title)
     table.add_column("setting", style="bold")
     table.add_column("value")
     table.add_column("reason")
@@ -503,7 +508,6 @@ def render_text(plan: AutoPlan, width: int = 140) -> str:
     from rich.console import Console
 
     buffer = io.StringIO()
-    Console(file=buffer, width=width, color_system=None, force_terminal=False).print(
-        render_table(plan)
-    )
+    # no colour codes, even under FORCE_COLOR (a terminal is forced, colours never)
+    Console(file=buffer, width=width, color_system=None).print(render_table(plan))
     return buffer.getvalue()

@@ -34,7 +34,7 @@ DEFAULT_SEQ = 1024
 def _setup(facts: Facts) -> tuple[Any, dict[str, Any], int] | None:
     """(model shape, training settings, smallest visible GPU memory) or None if unknown."""
     params = plan_int(facts, "model_params")
-    gpus = [g for g in visible_gpus(facts) if isinstance(g.get("memory_total_bytes"), int)]
+    gpus = _sized(facts)
     if not params or not gpus or plan_bool(facts, "use_peft") is True:
         return None
     shape = _shape(facts, params)
@@ -81,9 +81,19 @@ def _shape(facts: Facts, params: int) -> Any:
     return dataclasses.replace(memory.shape_for_params(params), params=params)
 
 
+def _sized(facts: Facts) -> list[dict[str, Any]]:
+    """Visible GPUs whose size is known (the estimates need it)."""
+    return [g for g in visible_gpus(facts) if isinstance(g.get("memory_total_bytes"), int)]
+
+
+def _free(gpu: dict[str, Any]) -> int:
+    """Free bytes of a GPU of known size (never None there)."""
+    return gpu_free_bytes(gpu) or 0
+
+
 def _gpu(facts: Facts) -> dict[str, Any]:
-    gpus = visible_gpus(facts)
-    return min(gpus, key=lambda g: g.get("memory_total_bytes") or 0)
+    """The smallest GPU of known size (a GPU of unknown size is not the one that is short)."""
+    return min(_sized(facts), key=lambda g: g["memory_total_bytes"])
 
 
 def model_fits(facts: Facts) -> Iterator[Finding]:
@@ -94,8 +104,10 @@ def model_fits(facts: Facts) -> Iterator[Finding]:
 
     shape, settings, total = setup
     colocate = uses_vllm(facts) and plan_str(facts, "vllm_mode") == "colocate"
-    # memory already in use (other jobs, unseen from a container) is not there for training
-    free = min(f for g in visible_gpus(facts) if (f := gpu_free_bytes(g)) is not None)
+    # memory already in use (other jobs, unseen from a container) is not there for training;
+    # the GPU with the least free memory is the budget, and the one the title names
+    fullest = min(_sized(facts), key=_free)
+    free = _free(fullest)
     budget = (
         free - total * (plan_float(facts, "vllm_gpu_memory_utilization") or TRL_COLOCATE_UTIL)
         if colocate
@@ -105,7 +117,7 @@ def model_fits(facts: Facts) -> Iterator[Finding]:
         shape, **{**settings, "micro_batch": 1, "grad_checkpointing": True, "chunked_loss": True}
     )
     name = plan_str(facts, "model") or f"a {shape.params / 1e9:.1f}B model"
-    where = gpu_name(_gpu(facts)) + (" (after vLLM's share)" if colocate else "")
+    where = gpu_name(fullest) + (" (after vLLM's share)" if colocate else "")
     if best.total > budget:
         yield finding(
             "MODEL_TOO_LARGE_FOR_GPU",
@@ -189,7 +201,7 @@ def kv_cache(facts: Facts) -> Iterator[Finding]:
         memory.vllm_memory_fraction(shape, total, max_seq_len=seq, concurrent_seqs=1) * total / tp
     )
     others = sum(
-        p.get("used_bytes") or 0
+        p["used_bytes"]
         for p in gpu.get("processes") or []
         if isinstance(p, dict) and isinstance(p.get("used_bytes"), int)
     )
