@@ -35,10 +35,6 @@ def _driver(facts: Facts) -> tuple[Version | None, Version | None]:
     return driver, cuda
 
 
-def _text(version: Version | None) -> str:
-    return "?" if version is None else driver_text(version)
-
-
 def driver_vs_cuda_build(facts: Facts) -> Iterator[Finding]:
     driver, driver_cuda = _driver(facts)
     if driver_cuda is None:
@@ -65,13 +61,14 @@ def driver_vs_cuda_build(facts: Facts) -> Iterator[Finding]:
             and (driver is None or driver >= floor.linux)
         )
         need_text = ""
-        if need is not None:
-            minimum = need.windows if os_name == "windows" else need.linux
+        minimum = None if need is None else need.windows if os_name == "windows" else need.linux
+        if need is not None and minimum is not None:  # no Windows driver for CUDA 13 listed
             need_text = (
-                f"; CUDA {cuda.major}.{cuda.minor} needs driver >= {_text(minimum)} ({need.source})"
+                f"; CUDA {cuda.major}.{cuda.minor} needs driver >= {driver_text(minimum)} "
+                f"({need.source})"
             )
         code = "CONTAINER_CUDA_GT_HOST_DRIVER" if in_container else "DRIVER_TOO_OLD_FOR_TORCH_CUDA"
-        named = f"driver {_text(driver)}" if driver is not None else "the driver"
+        named = f"driver {driver_text(driver)}" if driver is not None else "the driver"
         title = f"{what} needs CUDA {cuda.major}.{cuda.minor}; {named} supports CUDA {driver_cuda}"
         if within_minor and floor is not None:
             yield finding(
@@ -80,10 +77,11 @@ def driver_vs_cuda_build(facts: Facts) -> Iterator[Finding]:
                 severity="warning",
                 detail=(
                     f"It runs through CUDA minor-version compatibility (driver >= "
-                    f"{_text(floor.linux)} for CUDA {cuda.major}.x), without PTX JIT: kernels "
+                    f"{driver_text(floor.linux)} for CUDA {cuda.major}.x), without PTX JIT: kernels "
                     f"missing for your GPU fail at runtime{need_text}."
                 ),
-                fix=f"upgrade the driver to >= {_text(need.linux) if need else 'the CUDA ' + str(cuda) + ' minimum'}",
+                fix="upgrade the driver to >= "
+                + (driver_text(need.linux) if need and need.linux else f"the CUDA {cuda} minimum"),
             )
             continue
         yield finding(

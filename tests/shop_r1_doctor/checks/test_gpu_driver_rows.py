@@ -369,3 +369,15 @@ def test_driver_vs_cuda_row(case, snap, want, needs):
     assert [(f.code, f.severity, f.title) for f in found] == want
     for f in found:
         assert needs in f.detail and f.fix
+
+
+def test_no_windows_minimum_listed_says_none_rather_than_a_placeholder():
+    # compat.yaml lists no Windows driver for CUDA 13.0: the detail must not print "?"
+    snap = {
+        "host": {"os": "windows"},
+        "driver": {"version": "576.02"},
+        "torch": {"version": "2.9.0+cu130"},
+    }
+    (f,) = driver_vs_cuda_build(Facts(snap))
+    assert f.title == "torch 2.9.0+cu130 needs CUDA 13.0; driver 576.02 supports CUDA 12.9"
+    assert "needs driver >=" not in f.detail and "?" not in f.detail
