@@ -10,7 +10,12 @@ import functools
 from collections.abc import Iterator
 from typing import Any
 
-from packaging.markers import InvalidMarker, UndefinedComparison, UndefinedEnvironmentName
+from packaging.markers import (
+    InvalidMarker,
+    UndefinedComparison,
+    UndefinedEnvironmentName,
+    default_environment,
+)
 from packaging.requirements import InvalidRequirement, Requirement
 from packaging.utils import canonicalize_name
 from packaging.version import Version
@@ -34,7 +39,7 @@ NAMED_ELSEWHERE = {("vllm", "torch"), ("xformers", "torch")}
 def marker_env(facts: Facts) -> dict[str, str]:
     """Marker variables of the snapshot's machine (not of the one re-running checks)."""
     py = facts.host.get("python")
-    version = str(py.get("version", "")) if isinstance(py, dict) else ""
+    version = py.get("version") if isinstance(py, dict) else None
     system = {"linux": "Linux", "windows": "Windows", "darwin": "Darwin"}.get(facts.os or "", "")
     env = {
         "extra": "",
@@ -45,16 +50,23 @@ def marker_env(facts: Facts) -> dict[str, str]:
         "implementation_name": "cpython",
         "platform_python_implementation": "CPython",
     }
-    if version.count(".") >= 1:
+    if isinstance(version, str) and version.count(".") >= 1:
         env["python_version"] = ".".join(version.split(".")[:2])
         env["python_full_version"] = version
         env["implementation_version"] = version
     return env
 
 
+# packaging fills a variable the snapshot lacks from the interpreter re-running the checks
+MARKER_NAMES = tuple(default_environment())
+
+
 def _applies(req: Requirement, env: dict[str, str]) -> bool:
     if req.marker is None:
         return True
+    text = str(req.marker)
+    if any(name in text for name in MARKER_NAMES if name not in env):
+        return False  # the snapshot's value is unknown (e.g. no Python version recorded)
     try:
         return req.marker.evaluate(env)
     except (InvalidMarker, UndefinedComparison, UndefinedEnvironmentName):
@@ -75,9 +87,11 @@ def _requirements(facts: Facts) -> Iterator[tuple[str, Version, Requirement]]:
 
 
 def _extra_only(text: str) -> bool:
-    """`x; extra == "test"` never applies to a plain install: skip it before parsing."""
+    """`x; extra == "test"` never applies to a plain install: skip it before parsing (a fast
+    path: evaluating it with extra "" says the same). An `or` may still apply: evaluated."""
     _, _, marker = text.partition(";")
-    return "extra ==" in marker.replace("extra==", "extra ==")
+    marker = marker.replace("extra==", "extra ==")
+    return "extra ==" in marker and " or " not in marker
 
 
 @functools.lru_cache(maxsize=8192)
@@ -131,13 +145,13 @@ def numpy2(facts: Facts) -> Iterator[Finding]:
     rules = load_compat().numpy2
     source = rules["source"]
     megatron = pkg_version(facts, "megatron-core")
-    opencv = [(n, pkg_version(facts, n)) for n in OPENCV if pkg_version(facts, n) is not None]
+    opencv = [(n, v) for n in OPENCV if (v := pkg_version(facts, n)) is not None]
     last = rules["opencv_last_numpy1"]
     pin_fix = f'pip install "numpy<2" "opencv-python-headless=={last}"'
     if (
         numpy.major >= 2
         and megatron is not None
-        and megatron.release[:2] <= Version(rules["megatron_numpy1_until"]).release[:2]
+        and megatron.release[:2] <= Version(rules["megatron_numpy1_until"]).release
     ):
         yield finding(
             "NUMPY2_MEGATRON_VS_OPENCV",
@@ -147,7 +161,7 @@ def numpy2(facts: Facts) -> Iterator[Finding]:
         )
     if numpy.major < 2:
         for name, ov in opencv:
-            if ov is not None and ov >= Version(rules["opencv_numpy2_from"]):
+            if ov >= Version(rules["opencv_numpy2_from"]):
                 yield finding(
                     "NUMPY2_MEGATRON_VS_OPENCV",
                     f"{name} {ov} requires numpy>=2; numpy {numpy} is installed",
@@ -182,9 +196,8 @@ def megatron_fusion(facts: Facts) -> Iterator[Finding]:
         return
     apex = pkg_installed(facts, "apex")
     fused = facts.import_ok("fused_weight_gradient_mlp_cuda")
-    if apex is True and fused is not False:
-        return
-    if apex is None and fused is None:
+    # the import is what Megatron tries; without its fact, an absent apex decides
+    if fused is True or (fused is None and apex is not False):
         return
     yield finding(
         "MEGATRON_GRAD_ACCUM_FUSION_NO_APEX",

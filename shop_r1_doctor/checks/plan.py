@@ -13,6 +13,7 @@ from urllib.parse import urlsplit
 from shop_r1_doctor.checks._base import (
     bytes_gib,
     cc_text,
+    env_set,
     finding,
     gpu_cc,
     gpu_name,
@@ -47,12 +48,13 @@ BIND_ALL = ("0.0.0.0", "::", "[::]")
 def bf16_pre_ampere(facts: Facts) -> Iterator[Finding]:
     if plan_bool(facts, "bf16") is not True:
         return
-    old = [g for g in facts.gpus if (gpu_cc(g) or (99, 0)) < (8, 0)]
+    # a GPU without a known capability is not reported
+    old = [(g, cc) for g in facts.gpus if (cc := gpu_cc(g)) is not None and cc < (8, 0)]
     if old:
-        cc = gpu_cc(old[0]) or (0, 0)
         yield finding(
             "BF16_PRE_AMPERE",
-            f"bf16 requested but {gpu_names(old)} is cc {cc_text(cc)} (bf16 needs 8.0)",
+            f"bf16 requested but {gpu_names(g for g, _ in old)} is cc {cc_text(old[0][1])} "
+            "(bf16 needs 8.0)",
             detail="'Bfloat16 is only supported on GPUs with compute capability of at least 8.0.'",
             fix="bf16: false, fp16: true in the config (vLLM: --dtype half)",
         )
@@ -72,7 +74,7 @@ def liger_requested(facts: Facts) -> Iterator[Finding]:
         )
     elif ok is False:
         version = pkg_version(facts, "liger-kernel")
-        problem = f"liger_kernel does not import (liger-kernel {version})"
+        problem = "liger_kernel does not import" + (f" (liger-kernel {version})" if version else "")
         detail = facts.import_error("liger_kernel.transformers")
     else:
         return
@@ -125,7 +127,7 @@ def grpo_batch_divisible(facts: Facts) -> Iterator[Finding]:
         return
     size, gens = batch.size, batch.num_generations
     valid = valid_num_generations(size)
-    fix = f"num_generations: one of {', '.join(map(str, valid))}" if valid else ""
+    fixes = [f"num_generations: one of {', '.join(map(str, valid))}"] if valid else []
     if gens >= 2 and not batch.explicit:
         steps = (
             plan_int(facts, "steps_per_generation")
@@ -133,8 +135,8 @@ def grpo_batch_divisible(facts: Facts) -> Iterator[Finding]:
             or 1
         )
         multiple = steps_multiple_for(gens, size // max(steps, 1))
-        fix += (
-            f"; or keep num_generations={gens} with steps_per_generation a multiple of {multiple}"
+        fixes.append(
+            f"or keep num_generations={gens} with steps_per_generation a multiple of {multiple}"
         )
     yield finding(
         "TRL_GRPO_BATCH_NOT_DIVISIBLE",
@@ -143,7 +145,7 @@ def grpo_batch_divisible(facts: Facts) -> Iterator[Finding]:
         else f"num_generations={gens}: GRPO needs at least 2 completions per prompt",
         detail="'The global train batch size must be evenly divisible by the number of "
         "generations per prompt': each prompt's group of completions must be complete.",
-        fix=fix.lstrip("; ")
+        fix="; ".join(fixes)
         or "num_generations: 2 or more, and a generation batch that it divides",
     )
 
@@ -159,13 +161,21 @@ def tiny_dataset(facts: Facts) -> Iterator[Finding]:
         size, gens, prompts = batch.size, batch.num_generations, batch.prompts
         if rows >= prompts:
             return
+        procs = plan_int(facts, "num_processes") or TRL_DEFAULTS["num_processes"]
         yield finding(
             "TRAINER_ZERO_STEPS_TINY_DATASET",
             f"{rows} dataset rows < {prompts} prompts per GRPO generation batch ({size} completions / {gens})",
             detail="The sampler drops incomplete batches: 'There seems to be not a single sample "
             "in your epoch_iterator, stopping training at step 0!', then an untrained model is saved.",
-            fix=f"use >= {prompts} rows, or a generation batch of at most {rows * gens} completions "
-            f"(e.g. per_device_train_batch_size x steps_per_generation = {rows * gens})",
+            fix=f"use >= {prompts} rows, or "
+            + (
+                f"generation_batch_size: {rows * gens} or less"
+                if batch.explicit
+                # the generation batch is global: each process brings per-device x steps
+                else f"a generation batch of at most {rows * gens} completions "
+                f"(per_device_train_batch_size x steps_per_generation <= {rows * gens // procs} "
+                f"on {procs} process(es))"
+            ),
         )
         return
     procs = plan_int(facts, "num_processes") or TRL_DEFAULTS["num_processes"]
@@ -248,7 +258,8 @@ def server_unreachable(facts: Facts) -> Iterator[Finding]:
         return
     host = plan_str(facts, "vllm_server_host")
     url = plan_str(facts, "vllm_server_base_url") or ""
-    if host in BIND_ALL or any(f"//{b}" in url for b in BIND_ALL):
+    bind = host in BIND_ALL or any(f"//{b}" in url for b in BIND_ALL)
+    if bind:
         yield finding(
             "TRL_VLLM_SERVER_UNREACHABLE",
             f"the trainer would connect to {url or host}, a bind address, not a server address",
@@ -256,7 +267,6 @@ def server_unreachable(facts: Facts) -> Iterator[Finding]:
             "0.0.0.0 times out.",
             fix='vllm_server_host: "127.0.0.1" (or the server machine\'s address)',
         )
-        host = "127.0.0.1"
     proxy = next(
         (
             facts.env_value(n)
@@ -265,21 +275,20 @@ def server_unreachable(facts: Facts) -> Iterator[Finding]:
         ),
         None,
     )
-    no_proxy = (facts.env_value("NO_PROXY") or "") + "," + (facts.env_value("no_proxy") or "")
-    local = (host or "127.0.0.1") in LOCAL_HOSTS or any(h in url for h in LOCAL_HOSTS)
-    if proxy and local and not any(h in no_proxy for h in LOCAL_HOSTS):
+    no_proxy = [v for v in (facts.env_value("NO_PROXY"), facts.env_value("no_proxy")) if v]
+    # a bind address is read as this machine (the fix above points it at 127.0.0.1)
+    local = bind or (host or "127.0.0.1") in LOCAL_HOSTS or any(h in url for h in LOCAL_HOSTS)
+    if proxy and local and not any(h in v for v in no_proxy for h in LOCAL_HOSTS):
         # A proxy on another machine cannot reach this machine's 127.0.0.1: certain failure.
         # A local one (a desktop VPN client, say) often forwards loopback: a warning.
-        proxy_host = urlsplit(proxy if "//" in proxy else f"//{proxy}").hostname or ""
+        # the host only: the proxy's URL may carry a password
+        proxy_host = urlsplit(proxy if "//" in proxy else f"//{proxy}").hostname
         remote = proxy_host not in LOCAL_HOSTS
         yield finding(
             "TRL_VLLM_SERVER_UNREACHABLE",
             "HTTP(S)_PROXY is set without NO_PROXY for localhost: requests to the vLLM server go to "
-            + (
-                f"the proxy at {proxy_host}, which cannot reach this machine's 127.0.0.1"
-                if remote
-                else "the proxy"
-            ),
+            + (f"the proxy at {proxy_host}" if proxy_host and remote else "the proxy")
+            + (", which cannot reach this machine's 127.0.0.1" if remote else ""),
             severity="error" if remote else "warning",
             fix="export NO_PROXY=localhost,127.0.0.1 no_proxy=localhost,127.0.0.1",
         )
@@ -311,19 +320,18 @@ def dataset_path(facts: Facts) -> Iterator[Finding]:
             f"{key}={path} is a dataset repository root, not data files",
             detail="load_dataset('parquet', data_files=...) needs files: a repo root fails "
             "to resolve.",
-            fix=f"{key}: {path.rstrip('/')}/data/<file>.parquet (or load_dataset('{path[len('hf://datasets/') :].rstrip('/')}'))",
+            fix=f"{key}: {path.removesuffix('/')}/data/<file>.parquet (or load_dataset('{path[len('hf://datasets/') :].removesuffix('/')}'))",
         )
 
 
 def env_references(facts: Facts) -> Iterator[Finding]:
     refs = plan_get(facts, "env_refs", list) or []
     for name in refs:
-        if not isinstance(name, str):
+        # unknown when the env section was not collected, or a pasted dump omits the name
+        if not isinstance(name, str) or env_set(facts, name) is None:
             continue
-        value = facts.env_value(name)
-        if value is None and name not in facts.env and not facts.known("env"):
-            continue
-        if not value:
+        value = facts.env.get(name)
+        if not isinstance(value, str) or not value:
             state = "empty" if value == "" else "unset"
             yield finding(
                 "CFG_ENV_INTERPOLATION",
@@ -367,24 +375,24 @@ def _free_at_output(facts: Facts) -> int | None:
     table = facts.host.get("disk_free_bytes")
     if not isinstance(table, dict):
         return None
+    free = {p: f for p, f in table.items() if isinstance(p, str) and isinstance(f, int)}
     out = facts.probed_path(plan_str(facts, "output_dir") or "")
-    if isinstance(table.get(out), int):
-        return int(table[out])
-    # the host probe records a relative output_dir under the cwd it resolved it against
-    tail = "/" + out.removeprefix("./").rstrip("/")
-    resolved = [f for p, f in table.items() if isinstance(p, str) and p.endswith(tail)]
-    if out and not out.startswith("/") and resolved and isinstance(resolved[0], int):
-        return int(resolved[0])
-    best = None
-    for path, free in table.items():
-        if not isinstance(free, int) or not isinstance(path, str):
-            continue
-        covers = path in (".", "cwd", "output_dir") or (
-            out and PurePosixPath(out).is_relative_to(path)
-        )
-        if covers and (best is None or len(path) > len(best[0])):
-            best = (path, free)
-    return best[1] if best else None
+    if out in free:
+        return free[out]
+    if out:
+        # the host probe records a relative output_dir under the cwd it resolved it against
+        # (an absolute one gives a tail with "//" that no recorded path has)
+        tail = "/" + out.removeprefix("./").rstrip("/")
+        resolved = [f for p, f in free.items() if p.endswith(tail)]
+        if resolved:
+            return resolved[0]
+    # else the longest recorded path holding it (the first listed of equal length)
+    covering = [
+        p
+        for p in free
+        if p in (".", "cwd", "output_dir") or (out and PurePosixPath(out).is_relative_to(p))
+    ]
+    return free[max(covering, key=len)] if covering else None
 
 
 CHECKS = (

@@ -61,13 +61,13 @@ def wsl_cuda_visible_devices(facts: Facts) -> Iterator[Finding]:
 def wsl_libcuda(facts: Facts) -> Iterator[Finding]:
     if not facts.wsl or facts.host.get("libcuda_in_ldconfig") is not False:
         return
-    if WSL_LIB in (facts.env_value("LD_LIBRARY_PATH") or ""):
+    ld = facts.env_value("LD_LIBRARY_PATH")
+    if ld is not None and WSL_LIB in {entry.rstrip("/") for entry in ld.split(":")}:
         return
-    yield finding(
+    yield finding(  # the fix is codes.yaml's: export LD_LIBRARY_PATH=/usr/lib/wsl/lib:...
         "WSL_LIBCUDA_NOT_LINKABLE",
         f"libcuda.so is not in the linker cache and {WSL_LIB} is not on LD_LIBRARY_PATH",
         detail="Triton and torch.compile fail with 'libcuda.so cannot found!'.",
-        fix=f"export LD_LIBRARY_PATH={WSL_LIB}:$LD_LIBRARY_PATH",
     )
 
 
@@ -102,7 +102,8 @@ def console_encoding(facts: Facts) -> Iterator[Finding]:
         return
     if facts.env_value("PYTHONUTF8") == "1":
         return
-    if (facts.env_value("PYTHONIOENCODING") or "").lower().startswith(UTF8):
+    io = facts.env_value("PYTHONIOENCODING")
+    if io is not None and io.lower().startswith(UTF8):
         return
     yield finding(
         "WIN_CONSOLE_GBK_ENCODING",

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 
-from shop_r1_doctor.checks._base import attn_impl, finding, pkg_version, uses_vllm
+from shop_r1_doctor.checks._base import attn_impl, finding, torch_version, uses_vllm
 from shop_r1_doctor.facts import Facts
 from shop_r1_doctor.findings import Finding, Severity
 
@@ -18,7 +18,8 @@ def _needed(facts: Facts, probe: str) -> bool:
         return True
     module = probe.removeprefix("imports.")
     if module.startswith("flash_attn"):
-        return (attn_impl(facts) or "").startswith("flash_attention")
+        impl = attn_impl(facts)
+        return impl is not None and impl.startswith("flash_attention")
     if module.startswith("vllm"):
         return uses_vllm(facts)
     return False
@@ -33,15 +34,14 @@ def probe_status(facts: Facts) -> Iterator[Finding]:
         status, detail = record.get("status"), str(record.get("detail") or "")
         needed = _needed(facts, name)
         severity: Severity = "error" if needed else "warning"
-        if status == "crash":
-            if name in TORCH_PROBES and facts.wsl:
-                yield finding(
-                    "WSL_CUDA_INIT_DOUBLE_FREE",
-                    f"torch's CUDA initialisation crashed on WSL{facts.wsl} ({detail or 'killed by a signal'})",
-                    detail="'free(): double free detected in tcache 2' then SIGABRT in "
-                    "torch.cuda.is_available(): a WSL driver/CUDA_VISIBLE_DEVICES problem.",
-                )
-                continue
+        if status == "crash" and name in TORCH_PROBES and facts.wsl:
+            yield finding(
+                "WSL_CUDA_INIT_DOUBLE_FREE",
+                f"torch's CUDA initialisation crashed on WSL{facts.wsl} ({detail or 'killed by a signal'})",
+                detail="'free(): double free detected in tcache 2' then SIGABRT in "
+                "torch.cuda.is_available(): a WSL driver/CUDA_VISIBLE_DEVICES problem.",
+            )
+        elif status == "crash":
             yield finding(
                 "PROBE_CRASH",
                 f"probe {name!r} crashed: {detail or 'killed by a signal'}",
@@ -59,20 +59,23 @@ def probe_status(facts: Facts) -> Iterator[Finding]:
             )
         elif status == "error" and not name.startswith("imports."):
             yield finding(
-                "PROBE_ERROR", f"probe {name!r} failed: {detail}", detail=_impact(name, False)
+                # only torch is needed among non-import probes, and its impact reads the same
+                "PROBE_ERROR",
+                f"probe {name!r} failed: {detail}",
+                detail=_impact(name, needed),
             )
 
 
 def torch_import(facts: Facts) -> Iterator[Finding]:
-    t = facts.torch
-    err = t.get("error") if t else None
-    if not isinstance(err, str) or not err or t is None or t.get("version"):
+    t = facts.torch or {}
+    err = t.get("error")
+    if not isinstance(err, str) or not err or t.get("version"):
         return
     if err.startswith(("crash", "timeout")):
         return  # probe_status reports those with the probe
     yield finding(
         "TORCH_IMPORT_FAILED",
-        f"torch {pkg_version(facts, 'torch') or ''} does not import: {err.splitlines()[0][:160]}".replace(
+        f"torch {torch_version(facts) or ''} does not import: {err.splitlines()[0][:160]}".replace(
             "  ", " "
         ),
         detail=err,
@@ -89,11 +92,10 @@ def _impact(name: str, needed: bool) -> str:
 
 
 def _by_hand(name: str) -> str:
-    module = "torch" if name in TORCH_PROBES else name.removeprefix("imports.")
-    if module == "torch":
+    if name in TORCH_PROBES:
         return 'python -c "import torch; print(torch.cuda.is_available())"'
-    if "." in name or module in ("flash_attn", "vllm", "deepspeed", "apex"):
-        return f'python -c "import {module}"'
+    if name.startswith("imports."):  # probes/collect.py names each import group so
+        return f'python -c "import {name.removeprefix("imports.")}"'
     return "shop-r1 doctor -v (shows each probe's detail)"
 
 
