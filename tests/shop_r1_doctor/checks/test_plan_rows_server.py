@@ -99,3 +99,22 @@ def test_engines_count_only_on_gpus_this_run_can_see(gpus, cvd, expected):
     assert [f.code for f in found] == expected
     if expected:
         assert found[0].fix == "kill 1642"
+
+
+def test_engine_on_the_trainers_gpu_finding_in_full():
+    second = {"pid": 1700, "name": "VLLM::Worker", "used_bytes": GIB}
+    gpu = {k: v for k, v in _gpu(0, ENGINE, second).items() if k != "index"}  # no index probed
+    (f,) = server_same_gpu(_facts([gpu], None))
+    assert (f.code, f.severity) == ("TRL_SERVER_MODE_SAME_GPU", "error")
+    assert f.title == (
+        "a vLLM engine (pid 1642, 1700) already runs on NVIDIA H200 (GPU ?), which the "
+        "trainer would use"
+    )
+    assert f.detail == (
+        "Weight sync builds an NCCL group across server and trainer: 'Duplicate GPU detected : "
+        "rank 1 and rank 0 both on CUDA device' -> NCCL error: invalid usage."
+    )
+    assert f.fix == (
+        "start `trl vllm-serve` with CUDA_VISIBLE_DEVICES on another GPU than the trainer's "
+        "(a launch script does: shop-r1 launch grpo --gpus 2)"
+    )
