@@ -20,7 +20,7 @@ from shop_r1_doctor.checks._base import (
     torch_cuda,
     torch_version,
 )
-from shop_r1_doctor.facts import Facts
+from shop_r1_doctor.facts import Facts, parse_version
 from shop_r1_doctor.findings import Finding, Severity
 from shop_r1_doctor.knowledge import load_compat
 
@@ -43,18 +43,15 @@ def _torch_abi(facts: Facts) -> bool | None:
 def wheel_url(facts: Facts) -> str | None:
     """The prebuilt flash-attn wheel for this torch/CUDA/ABI/python, if one is known."""
     tv, cuda = torch_version(facts), torch_cuda(facts)
-    py = (
-        str(facts.host.get("python", {}).get("version", ""))
-        if isinstance(facts.host.get("python"), dict)
-        else ""
-    )
+    python = facts.host.get("python")
+    py = parse_version(python.get("version")) if isinstance(python, dict) else None
     arch = facts.host.get("arch")
     abi = _torch_abi(facts)
-    if tv is None or cuda is None or facts.os != "linux" or abi is None or py.count(".") < 1:
+    if tv is None or cuda is None or facts.os != "linux" or abi is None:
         return None
-    major, minor = py.split(".")[:2]
-    if not (major.isdigit() and minor.isdigit()):
+    if py is None or len(py.release) < 2:  # the wheel names cpXY
         return None
+    major, minor = py.release[:2]
     row = load_compat().newest_fa_covering(tv, cuda.major, Version(f"{major}.{minor}"))
     if row is None:
         return None
@@ -163,15 +160,16 @@ def import_failure(facts: Facts, modules: tuple[str, ...]) -> str | None:
 
 
 def broken_build(facts: Facts) -> Iterator[Finding]:
-    fv = pkg_version(facts, "flash-attn")
+    record = pkg(facts, "flash-attn") or {}
+    fv = parse_version(record.get("version"))
     if fv is None:
         return
+    raw = str(record["version"])  # as installed: Version() would lower-case the wheel's tag
     tv = torch_version(facts)
     wanted = attn_impl(facts) == "flash_attention_2"
     severity: Severity = "error" if wanted else "warning"
     err = import_failure(facts, ("flash_attn", "flash_attn_2_cuda")) or ""
-    raw = (pkg(facts, "flash-attn") or {}).get("version")
-    tag = WHEEL_TAG.search(raw if isinstance(raw, str) else str(fv))
+    tag = WHEEL_TAG.search(raw)
     torch_abi = _torch_abi(facts)
     if (
         tag

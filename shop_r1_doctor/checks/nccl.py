@@ -58,8 +58,8 @@ def nccl_dists(facts: Facts) -> Iterator[Finding]:
             + " && pip install --force-reinstall torch "
             "(reinstalls torch's own NCCL pin)",
         )
-        return
-    for text in pkg_requires(facts, "torch"):
+    # with several wheels, which one torch loads is unknown: their finding says it all
+    for text in pkg_requires(facts, "torch") if len(dists) == 1 else []:
         try:
             req = Requirement(text)
         except InvalidRequirement:
@@ -122,7 +122,11 @@ def consumer_p2p(facts: Facts) -> Iterator[Finding]:
     # knowledge/gpus.yaml: `p2p: false` marks the cards whose PCIe P2P path hangs NCCL
     gpus = [g for g in visible_gpus(facts) if no_p2p(g.get("name"))]
     # Unset must be known: a dump that lists no environment says nothing about it.
-    if len(gpus) < 2 or env_set(facts, "NCCL_P2P_DISABLE") is not False:
+    # NCCL reads the variable as a number: 0 leaves P2P on.
+    disabled = env_set(facts, "NCCL_P2P_DISABLE")
+    if disabled and facts.env_value("NCCL_P2P_DISABLE") == "0":
+        disabled = False
+    if len(gpus) < 2 or disabled is not False:
         return
     if facts.plan and world_size(facts) < 2:
         return
@@ -164,11 +168,13 @@ def cumem_weight_sync(facts: Facts) -> Iterator[Finding]:
         cuda = torch_cuda(facts)
         row = load_compat().nccl_for(tv, cuda.major if cuda else None) if tv else None
         nccl = parse_version(row.value) if row else None
-    if nccl is None or nccl >= CUMEM_FIXED or facts.env_value("NCCL_CUMEM_ENABLE") == "0":
+    cumem = facts.env_value("NCCL_CUMEM_ENABLE")
+    if nccl is None or nccl >= CUMEM_FIXED or cumem == "0":
         return
+    setting = f"NCCL_CUMEM_ENABLE={cumem}" if cumem is not None else "NCCL_CUMEM_ENABLE unset"
     yield finding(
         "NCCL_CUMEM_WEIGHT_SYNC_MISMATCH",
-        f"NCCL {nccl} (< {CUMEM_FIXED}) for trainer -> vLLM weight sync with NCCL_CUMEM_ENABLE unset",
+        f"NCCL {nccl} (< {CUMEM_FIXED}) for trainer -> vLLM weight sync with {setting}",
         detail="vLLM workers run with NCCL_CUMEM_ENABLE=0; both sides must agree.",
     )
 

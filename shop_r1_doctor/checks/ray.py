@@ -16,12 +16,12 @@ TMP_LOW = 10 * GIB
 
 def _ray(facts: Facts) -> dict[str, Any] | None:
     """The Ray probe's section; else what the package list knows (a pasted `pip list`, a
-    probe that timed out): Ray is installed, its cluster state unknown."""
+    probe that timed out): Ray is installed, its cluster state unknown (no `cluster` key)."""
     value = facts.raw.get("ray")
     if isinstance(value, dict):
         return value
     version = facts.version("ray")
-    return {"version": str(version), "source": "packages"} if version else None
+    return {"version": str(version)} if version else None
 
 
 def ray_windows(facts: Facts) -> Iterator[Finding]:
@@ -127,7 +127,9 @@ def ray_client_address(facts: Facts) -> Iterator[Finding]:
             severity=_raised(facts),
         )
     heads = [h for h in ray.get("local_heads") or [] if isinstance(h, str)]
-    if action == "start-local" and heads and ray.get("cluster") != "stale":
+    # RAY_ADDRESS=local also starts a new instance, but on purpose: only an unset one misses
+    unset = client.get("ray_address") is None
+    if action == "start-local" and unset and heads and ray.get("cluster") != "stale":
         where = f" (started with --temp-dir {ray['temp_dir']})" if ray.get("temp_dir") else ""
         yield finding(
             "RAY_INIT_MISSES_LOCAL_HEAD",

@@ -6,6 +6,7 @@ from collections.abc import Iterator
 
 from packaging.requirements import InvalidRequirement, Requirement
 from packaging.specifiers import SpecifierSet
+from packaging.utils import canonicalize_name
 from packaging.version import Version
 
 from shop_r1_doctor.checks._base import (
@@ -39,7 +40,7 @@ def requirement_on(facts: Facts, dist: str, target: str) -> Requirement | None:
         except InvalidRequirement:
             continue
         extra_only = req.marker is not None and "extra" in str(req.marker)
-        if req.name.lower().replace("_", "-") == target and req.specifier and not extra_only:
+        if canonicalize_name(req.name) == target and req.specifier and not extra_only:
             return req
     return None
 
@@ -119,7 +120,7 @@ def vllm_import(facts: Facts) -> Iterator[Finding]:
 
 
 def _expandable(value: str | None) -> bool:
-    return bool(value) and "expandable_segments:true" in (value or "").replace(" ", "").lower()
+    return value is not None and "expandable_segments:true" in value.replace(" ", "").lower()
 
 
 def expandable_segments(facts: Facts) -> Iterator[Finding]:
@@ -185,14 +186,13 @@ def attention_backend_env(facts: Facts) -> Iterator[Finding]:
 def turing_backend(facts: Facts) -> Iterator[Finding]:
     if pkg_version(facts, "vllm") is None and not uses_vllm(facts):
         return
-    old = [
-        g for g in facts.gpus if (gpu_cc(g) or (99, 0)) < (8, 0) and (gpu_cc(g) or (0, 0)) >= (7, 0)
-    ]
+    ccs = [(g, gpu_cc(g)) for g in facts.gpus]
+    old = [(g, cc) for g, cc in ccs if cc is not None and (7, 0) <= cc < (8, 0)]
     if old:
-        cc = gpu_cc(old[0]) or (0, 0)
+        gpu, cc = old[0]
         yield finding(
             "VLLM_TURING_ATTENTION_BACKEND",
-            f"vLLM has no FlashAttention backend for {gpu_name(old[0])} (cc {cc_text(cc)})",
+            f"vLLM has no FlashAttention backend for {gpu_name(gpu)} (cc {cc_text(cc)})",
             detail="'Cannot use FlashAttention-2 backend for Volta and Turing GPUs': vLLM falls "
             "back to a slower backend; some features are missing.",
         )
@@ -206,7 +206,6 @@ def forked_cuda(facts: Facts) -> Iterator[Finding]:
         "VLLM_FORKED_CUDA_REINIT",
         f"vLLM tensor_parallel_size={tp} with forked workers",
         detail="'Cannot re-initialize CUDA in forked subprocess' when CUDA was initialised first.",
-        fix="export VLLM_WORKER_MULTIPROC_METHOD=spawn",
     )
 
 
