@@ -48,6 +48,11 @@ def timed(argv: list[str], env: dict[str, str]) -> float:
     return seconds
 
 
+def _where() -> str:
+    """Which interpreter, without this machine's paths (results are committed and pasted)."""
+    return "a virtual environment" if sys.prefix != sys.base_prefix else "the system Python"
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(
         description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
@@ -113,7 +118,7 @@ def main() -> None:
         )
         return
     print(
-        f"python {sys.version.split()[0]} at {sys.executable}; median of {args.repeat} runs each\n"
+        f"python {sys.version.split()[0]} ({_where()}); median of {args.repeat} runs each\n"
     )
     print(f"| {'command':<36} | median s |  min s |  max s |")
     print(f"|{'-' * 38}|---------:|-------:|-------:|")

@@ -86,6 +86,8 @@ MODULES: tuple[Module, ...] = (
         # the decision rows first: they kill most mutants in milliseconds
         (
             "tests/shop_r1/test_autoconfig_rows.py",
+            "tests/shop_r1/test_autoconfig_rows_batch.py",
+            "tests/shop_r1/test_autoconfig_rows_grpo.py",
             "tests/shop_r1/test_autoconfig.py",
             "tests/shop_r1/test_autoconfig_batch.py",
         ),
