@@ -117,9 +117,7 @@ def main() -> None:
             )
         )
         return
-    print(
-        f"python {sys.version.split()[0]} ({_where()}); median of {args.repeat} runs each\n"
-    )
+    print(f"python {sys.version.split()[0]} ({_where()}); median of {args.repeat} runs each\n")
     print(f"| {'command':<36} | median s |  min s |  max s |")
     print(f"|{'-' * 38}|---------:|-------:|-------:|")
     for name, values in times.items():
