@@ -14,7 +14,10 @@ loaded as a subclass of its own model class whose `generate` is timed (TRL calls
 and `sync_weights` (the weight push into vLLM before each rollout) are timed on the
 trainer's instance. A TrainerCallback times each optimizer step (`on_step_begin` ->
 `on_step_end`, CUDA-synchronised). rest = step - rollout: reward functions,
-old/reference log-probs, forward/backward and the optimizer step.
+old/reference log-probs, forward/backward and the optimizer step. The no-grad log-prob
+passes are timed on their own (`logps s`): with vLLM, TRL adds one over the policy for
+its importance-sampling correction (`vllm_importance_sampling_correction`, on by
+default), so the vLLM step's rest is longer than the transformers step's.
 
 A random-init model rarely samples EOS, so every completion runs to
 max_completion_length: the rollout figures are the worst case for that length. Its
@@ -99,6 +102,25 @@ def time_vllm_generation(trainer: Any, model: Any) -> None:
     vg.generate, vg.sync_weights = timed_generate, timed_sync
 
 
+def time_nograd_logps(trainer: Any, model: Any) -> None:
+    """Record the no-grad log-prob passes (old policy for IS correction, reference model)."""
+    import torch
+
+    inner = trainer._get_per_token_logps_and_entropies
+
+    def timed(*args: Any, **kwargs: Any) -> Any:
+        if torch.is_grad_enabled():  # the loss's own forward: part of forward/backward
+            return inner(*args, **kwargs)
+        _sync()
+        start = time.perf_counter()
+        out = inner(*args, **kwargs)
+        _sync()
+        model.__dict__.setdefault("logps", []).append(time.perf_counter() - start)
+        return out
+
+    trainer._get_per_token_logps_and_entropies = timed
+
+
 def no_detokenize() -> None:
     """vLLM must not detokenize ids past the small benchmark tokenizer (see the docstring)."""
     import trl.generation.vllm_generation as vgen
@@ -127,6 +149,7 @@ def step_timer(model: Any) -> Any:
             self._start = time.perf_counter()
             self._seen = len(model.__dict__.get("rollouts", []))
             self._synced = len(model.__dict__.get("syncs", []))
+            self._logps = len(model.__dict__.get("logps", []))
 
         def on_step_end(self, args: Any, state: Any, control: Any, **kw: Any) -> None:
             _sync()
@@ -135,6 +158,7 @@ def step_timer(model: Any) -> Any:
             gen = sum(c[0] for c in calls)
             tokens = sum(c[1] * c[2] for c in calls)
             sync = sum(model.__dict__.get("syncs", [])[self._synced :])
+            logps = sum(model.__dict__.get("logps", [])[self._logps :])
             # rollout = generation + the weight push that precedes it (vLLM only)
             self.steps.append(
                 {
@@ -142,6 +166,7 @@ def step_timer(model: Any) -> Any:
                     "generate_s": gen + sync,
                     "sync_s": sync,
                     "rest_s": total - gen - sync,
+                    "logps_s": logps,
                     "gen_tokens": tokens,
                 }
             )
@@ -240,6 +265,7 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
     _compat.guard_padded_logps(trainer)  # as train_grpo.train does
     if plan.use_vllm:
         time_vllm_generation(trainer, model)
+    time_nograd_logps(trainer, model)
     if cuda:
         torch.cuda.reset_peak_memory_stats()
     started = time.perf_counter()
@@ -276,6 +302,7 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
         "median_step_s": statistics.median(s["step_s"] for s in timed),
         "mean_generate_s": gen_s / len(timed),
         "mean_sync_s": sum(s.get("sync_s", 0.0) for s in timed) / len(timed),
+        "mean_logps_s": sum(s.get("logps_s", 0.0) for s in timed) / len(timed),
         "rollout_share": gen_s / step_s,
         "gen_tokens_per_s": sum(s["gen_tokens"] for s in timed) / gen_s if gen_s else None,
         "train_tokens_per_s": summary.summary.get("tokens_per_s"),
@@ -328,14 +355,14 @@ def print_comparison(results: list[dict[str, Any]]) -> None:
     print("\nGRPO step, side by side (same shapes, same process layout, one child each):")
     head = (
         f"{'generation':<16} {'step s':>8} {'rollout s':>10} {'sync s':>7} {'rest s':>7} "
-        f"{'rollout %':>9} {'gen tok/s':>10} {'peak GiB':>9} {'setup s':>8}"
+        f"{'logps s':>8} {'rollout %':>9} {'gen tok/s':>10} {'peak GiB':>9} {'setup s':>8}"
     )
     print(head + "\n" + "-" * len(head))
     for r in results:
         print(
             f"{r['generation']:<16} {r['mean_step_s']:>8.2f} {r['mean_generate_s']:>10.2f} "
             f"{r.get('mean_sync_s', 0):>7.2f} {r['mean_step_s'] - r['mean_generate_s']:>7.2f} "
-            f"{r['rollout_share']:>9.1%} {r['gen_tokens_per_s'] or 0:>10,.0f} "
+            f"{r.get('mean_logps_s', 0):>8.2f} {r['rollout_share']:>9.1%} {r['gen_tokens_per_s'] or 0:>10,.0f} "
             f"{r['peak_memory_gib'] if r['peak_memory_gib'] is not None else 'n/a':>9} "
             f"{r.get('setup_s', 0):>8.1f}"
         )
