@@ -50,6 +50,56 @@ def test_pipeline_runs_every_stage_and_writes_the_table(tmp_path):
     assert any(line.startswith("[SFT + GRPO]") for line in lines)
 
 
+def test_sft_and_grpo_stages_are_scored_through_one_loader(tmp_path, monkeypatch):
+    """The SFT stage is scored on the reload GRPO then trains, not on SFT's in-memory
+    model: on the H100 the two paths differed on 13 of 240 completions with the same
+    weights, all exact-match flips one way, and that read as GRPO losing 2.5 points."""
+    import shop_r1.eval
+    import shop_r1.train_grpo
+    import shop_r1.train_sft
+
+    scored: dict[str, int] = {}
+    trained: dict[str, int] = {}
+    real_eval = shop_r1.eval.evaluate_model
+
+    def spy_eval(model, *args, **kwargs):
+        scored[f"stage{len(scored)}"] = id(model)
+        return real_eval(model, *args, **kwargs)
+
+    for mod, name in ((shop_r1.train_sft, "sft"), (shop_r1.train_grpo, "grpo")):
+        real_train = mod.train
+
+        def spy_train(*args, _real=real_train, _name=name, **kwargs):
+            trained[_name] = id(kwargs["model"])
+            return _real(*args, **kwargs)
+
+        monkeypatch.setattr(mod, "train", spy_train)
+    monkeypatch.setattr(shop_r1.eval, "evaluate_model", spy_eval)
+    cfg = PipelineConfig(
+        output_dir=str(tmp_path),
+        sessions=16,
+        context="latest",
+        max_prompt_tokens=100,
+        eval_limit=3,
+        vocab_size=300,
+        hidden=32,
+        layers=1,
+        intermediate=64,
+        sft_steps=2,
+        sft_batch=4,
+        grpo_steps=1,
+        grpo_batch=4,
+        grpo_generations=2,
+        max_new_tokens=8,
+        eval_batch=3,
+    )
+    run_pipeline(cfg, log=lambda _: None)
+    before, sft, grpo = scored["stage0"], scored["stage1"], scored["stage2"]
+    assert before == trained["sft"]  # the model SFT trains, scored before it
+    assert sft == grpo == trained["grpo"]  # both later stages: the reload GRPO trains
+    assert sft != trained["sft"]
+
+
 @pytest.mark.parametrize(
     ("pred", "gold", "collapsed"),
     [
