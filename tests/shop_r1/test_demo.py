@@ -13,26 +13,28 @@ from shop_r1.demo import STAGES, PipelineConfig, collapse_check, run_pipeline
 
 pytestmark = pytest.mark.slow
 
+# every stage at toy size: seconds on a CPU
+TOY = dict(
+    sessions=20,
+    context="latest",
+    max_prompt_tokens=120,
+    eval_limit=6,
+    vocab_size=400,
+    hidden=32,
+    layers=1,
+    intermediate=64,
+    sft_steps=4,
+    sft_batch=4,
+    grpo_steps=1,
+    grpo_batch=4,
+    grpo_generations=2,
+    max_new_tokens=12,
+    eval_batch=6,
+)
+
 
 def test_pipeline_runs_every_stage_and_writes_the_table(tmp_path):
-    cfg = PipelineConfig(
-        output_dir=str(tmp_path),
-        sessions=20,
-        context="latest",
-        max_prompt_tokens=120,
-        eval_limit=6,
-        vocab_size=400,
-        hidden=32,
-        layers=1,
-        intermediate=64,
-        sft_steps=4,
-        sft_batch=4,
-        grpo_steps=1,
-        grpo_batch=4,
-        grpo_generations=2,
-        max_new_tokens=12,
-        eval_batch=6,
-    )
+    cfg = PipelineConfig(output_dir=str(tmp_path), **TOY)
     lines: list[str] = []
     results = run_pipeline(cfg, log=lines.append)
     assert list(results["stages"]) == list(STAGES)
@@ -75,24 +77,7 @@ def test_sft_and_grpo_stages_are_scored_through_one_loader(tmp_path, monkeypatch
 
         monkeypatch.setattr(mod, "train", spy_train)
     monkeypatch.setattr(shop_r1.eval, "evaluate_model", spy_eval)
-    cfg = PipelineConfig(
-        output_dir=str(tmp_path),
-        sessions=16,
-        context="latest",
-        max_prompt_tokens=100,
-        eval_limit=3,
-        vocab_size=300,
-        hidden=32,
-        layers=1,
-        intermediate=64,
-        sft_steps=2,
-        sft_batch=4,
-        grpo_steps=1,
-        grpo_batch=4,
-        grpo_generations=2,
-        max_new_tokens=8,
-        eval_batch=3,
-    )
+    cfg = PipelineConfig(output_dir=str(tmp_path), **TOY)
     run_pipeline(cfg, log=lambda _: None)
     before, sft, grpo = scored["stage0"], scored["stage1"], scored["stage2"]
     assert before == trained["sft"]  # the model SFT trains, scored before it

@@ -1,4 +1,5 @@
-"""Decision rows for GRPO with a separate `trl vllm-serve` (TRL_SERVER_MODE_SAME_GPU) and
+"""Decision rows for GRPO with a separate `trl vllm-serve` (TRL_SERVER_MODE_SAME_GPU,
+TRL_VLLM_SERVER_UNREACHABLE, the weight-sync port) and
 for vLLM engines seen on GPUs (VLLM_ORPHAN_WORKERS_HOLD_GPU), from the generated 2-GPU
 launch script run on the 2x H200 (2026-11-23): the server on GPU 0, the trainer started
 with CUDA_VISIBLE_DEVICES=1. Its own preflight refused to train ("would share NVIDIA H200
@@ -10,7 +11,7 @@ from __future__ import annotations
 import pytest
 
 from shop_r1_doctor.checks.gpu_driver import gpu_processes
-from shop_r1_doctor.checks.plan import server_same_gpu
+from shop_r1_doctor.checks.plan import server_ports_clash, server_same_gpu, server_unreachable
 from shop_r1_doctor.facts import Facts
 
 GIB = 1024**3
@@ -118,3 +119,243 @@ def test_engine_on_the_trainers_gpu_finding_in_full():
         "start `trl vllm-serve` with CUDA_VISIBLE_DEVICES on another GPU than the trainer's "
         "(a launch script does: shop-r1 launch grpo --gpus 2)"
     )
+
+
+# ----------------------------------------------------------------- the server rows by plan and env
+ABSENT = object()
+H100_GPU = {"index": 0, "name": "NVIDIA H100 80GB HBM3", "compute_capability": "9.0"}
+H200_GPU = {"index": 0, "name": "NVIDIA H200", "compute_capability": "9.0"}
+
+
+def _found(check, snap: dict) -> list[tuple[str, str, str, str, str | None]]:
+    return [(f.code, f.severity, f.title, f.detail, f.fix) for f in check(Facts(snap))]
+
+
+# ----------------------------------------------------------------- vLLM server mode on the training GPUs
+SAME_DETAIL = (
+    "Weight sync builds an NCCL group across server and trainer: 'Duplicate GPU detected : rank 1 "
+    "and rank 0 both on CUDA device' -> NCCL error: invalid usage."
+)
+SAME_FIX = (
+    'vllm_mode: "colocate" (one GPU), or CUDA_VISIBLE_DEVICES=0 trl vllm-serve ... and '
+    "CUDA_VISIBLE_DEVICES=1 for the trainer"
+)
+SERVER = {"use_vllm": True, "vllm_mode": "server"}
+H200S = [H200_GPU, {**H200_GPU, "index": 1}]
+
+# (case, plan, gpus (ABSENT: no gpus section), env, expected title or None)
+SAME_GPU_ROWS = [
+    (
+        "one H100, one process by default",
+        SERVER,
+        [H100_GPU],
+        {},
+        "`trl vllm-serve` and 1 training process(es) would share NVIDIA H100 80GB HBM3 (1 GPU visible)",
+    ),
+    ("two H200s, one process", {**SERVER, "num_processes": 1}, H200S, {}, None),
+    (
+        "two H200s, two processes",
+        {**SERVER, "num_processes": 2},
+        H200S,
+        {},
+        "`trl vllm-serve` and 2 training process(es) would share 2x NVIDIA H200 (2 GPU visible)",
+    ),
+    # the hidden GPU 0 is the server's: how the 2-GPU launch script runs its trainer (the
+    # 2x H200_GPU run, tests/shop_r1_doctor/checks/test_plan_rows_server.py)
+    (
+        "two H200s, CUDA_VISIBLE_DEVICES=1 hides GPU 0 for the server",
+        {**SERVER, "num_processes": 1},
+        H200S,
+        {"CUDA_VISIBLE_DEVICES": "1"},
+        None,
+    ),
+    ("no GPU visible", SERVER, H200S, {"CUDA_VISIBLE_DEVICES": ""}, None),
+    ("GPUs not probed", SERVER, ABSENT, {}, None),
+    ("colocate mode", {**SERVER, "vllm_mode": "colocate"}, [H100_GPU], {}, None),
+    ("no vLLM", {**SERVER, "use_vllm": False}, [H100_GPU], {}, None),
+]
+
+
+@pytest.mark.parametrize(
+    ("plan", "gpus", "env", "title"),
+    [r[1:] for r in SAME_GPU_ROWS],
+    ids=[r[0] for r in SAME_GPU_ROWS],
+)
+def test_server_same_gpu_rows(plan, gpus, env, title) -> None:
+    snap: dict = {"plan": plan, "env": env}
+    if gpus is not ABSENT:
+        snap["gpus"] = gpus
+    rows = _found(server_same_gpu, snap)
+    expected = ("TRL_SERVER_MODE_SAME_GPU", "error", title, SAME_DETAIL, SAME_FIX)
+    assert rows == ([expected] if title else [])
+
+
+# ----------------------------------------------------------------- vLLM server unreachable
+BIND_DETAIL = (
+    "'Server is not up yet. Retrying...' forever; the weight-sync TCP store on 0.0.0.0 times out."
+)
+BIND_FIX = 'vllm_server_host: "127.0.0.1" (or the server machine\'s address)'
+PROXY_FIX = "export NO_PROXY=localhost,127.0.0.1 no_proxy=localhost,127.0.0.1"
+PROXY_HEAD = (
+    "HTTP(S)_PROXY is set without NO_PROXY for localhost: requests to the vLLM server go to "
+)
+
+
+def _bind(target: str) -> tuple:
+    return (
+        "error",
+        f"the trainer would connect to {target}, a bind address, not a server address",
+        BIND_DETAIL,
+        BIND_FIX,
+    )
+
+
+def _proxy(host: str | None) -> tuple:
+    if host is None:
+        return ("warning", PROXY_HEAD + "the proxy", "", PROXY_FIX)
+    return (
+        "error",
+        PROXY_HEAD + f"the proxy at {host}, which cannot reach this machine's 127.0.0.1",
+        "",
+        PROXY_FIX,
+    )
+
+
+CORP = "http://proxy.corp.example:3128"
+
+# (case, plan extra, env, expected [(severity, title, detail, fix)])
+UNREACHABLE_ROWS = [
+    ("localhost, no proxy", {"vllm_server_host": "127.0.0.1"}, {}, []),
+    ("host 0.0.0.0", {"vllm_server_host": "0.0.0.0"}, {}, [_bind("0.0.0.0")]),
+    ("host ::", {"vllm_server_host": "::"}, {}, [_bind("::")]),
+    (
+        "base URL on 0.0.0.0",
+        {"vllm_server_base_url": "http://0.0.0.0:8000"},
+        {},
+        [_bind("http://0.0.0.0:8000")],
+    ),
+    (
+        "base URL on [::]",
+        {"vllm_server_base_url": "http://[::]:8000"},
+        {},
+        [_bind("http://[::]:8000")],
+    ),
+    ("a remote proxy, host not said", {}, {"HTTP_PROXY": CORP}, [_proxy("proxy.corp.example")]),
+    (
+        "a remote proxy without a scheme, lower-case https_proxy",
+        {"vllm_server_host": "localhost"},
+        {"https_proxy": "proxy.corp.example:3128"},
+        [_proxy("proxy.corp.example")],
+    ),
+    (
+        "a proxy without a host name: remote",
+        {},
+        {"HTTP_PROXY": "http://:3128"},
+        [
+            (
+                "error",
+                PROXY_HEAD + "the proxy, which cannot reach this machine's 127.0.0.1",
+                "",
+                PROXY_FIX,
+            )
+        ],
+    ),
+    (
+        "a proxy URL with a password: only its host is named",
+        {},
+        {"HTTP_PROXY": "http://me:s3cret@proxy.corp.example:3128"},
+        [_proxy("proxy.corp.example")],
+    ),
+    (
+        "a local proxy (a desktop VPN client)",
+        {"vllm_server_host": "127.0.0.1"},
+        {"HTTPS_PROXY": "http://127.0.0.1:7890"},
+        [_proxy(None)],
+    ),
+    (
+        "the first proxy variable set wins",
+        {"vllm_server_host": "::1"},
+        {"HTTP_PROXY": "", "http_proxy": "http://localhost:7890", "HTTPS_PROXY": CORP},
+        [_proxy(None)],
+    ),
+    ("a proxy with NO_PROXY=localhost", {}, {"HTTP_PROXY": CORP, "NO_PROXY": "localhost"}, []),
+    (
+        "a proxy with NO_PROXY naming every loopback name",
+        {},
+        {"HTTP_PROXY": CORP, "NO_PROXY": "localhost,127.0.0.1,::1"},
+        [],
+    ),
+    (
+        "a proxy with no_proxy naming 127.0.0.1",
+        {},
+        {"http_proxy": CORP, "no_proxy": "10.0.0.0/8,127.0.0.1"},
+        [],
+    ),
+    ("a proxy, a remote server", {"vllm_server_host": "10.0.0.5"}, {"HTTP_PROXY": CORP}, []),
+    (
+        "a proxy, a remote host but a localhost URL",
+        {"vllm_server_host": "10.0.0.5", "vllm_server_base_url": "http://localhost:8000"},
+        {"HTTP_PROXY": CORP},
+        [_proxy("proxy.corp.example")],
+    ),
+    (
+        "a bind address and a proxy: both",
+        {"vllm_server_host": "0.0.0.0"},
+        {"HTTP_PROXY": CORP},
+        [_bind("0.0.0.0"), _proxy("proxy.corp.example")],
+    ),
+    ("colocate mode, 0.0.0.0", {"vllm_mode": "colocate", "vllm_server_host": "0.0.0.0"}, {}, []),
+    ("no vLLM, 0.0.0.0", {"use_vllm": False, "vllm_server_host": "0.0.0.0"}, {}, []),
+]
+
+
+@pytest.mark.parametrize(
+    ("extra", "env", "expected"),
+    [r[1:] for r in UNREACHABLE_ROWS],
+    ids=[r[0] for r in UNREACHABLE_ROWS],
+)
+def test_server_unreachable_rows(extra, env, expected) -> None:
+    rows = _found(server_unreachable, {"plan": {**SERVER, **extra}, "env": env})
+    assert rows == [("TRL_VLLM_SERVER_UNREACHABLE", *e) for e in expected]
+
+
+# ----------------------------------------------------------------- the weight-sync port
+GROUP_DETAIL = (
+    "`trl vllm-serve` listens on vllm_server_port; the NCCL weight-sync store then fails with "
+    "EADDRINUSE or hangs at the first sync."
+)
+
+# (case, plan extra, expected (port, fix port) or None)
+PORT_ROWS = [
+    ("both 8000", {"vllm_server_port": 8000, "vllm_group_port": 8000}, (8000, 51216)),
+    ("both 51216", {"vllm_server_port": 51216, "vllm_group_port": 51216}, (51216, 51217)),
+    ("8000 and 51216 (TRL's defaults)", {"vllm_server_port": 8000, "vllm_group_port": 51216}, None),
+    ("ports not said", {}, None),
+    ("only the group port", {"vllm_group_port": 8000}, None),
+    (
+        "colocate mode",
+        {"vllm_mode": "colocate", "vllm_server_port": 8000, "vllm_group_port": 8000},
+        None,
+    ),
+    ("no vLLM", {"use_vllm": False, "vllm_server_port": 8000, "vllm_group_port": 8000}, None),
+]
+
+
+@pytest.mark.parametrize(
+    ("extra", "expected"), [r[1:] for r in PORT_ROWS], ids=[r[0] for r in PORT_ROWS]
+)
+def test_server_ports_rows(extra, expected) -> None:
+    rows = _found(server_ports_clash, {"plan": {**SERVER, **extra}})
+    if expected is None:
+        assert rows == []
+    else:
+        port, other = expected
+        assert rows == [
+            (
+                "TRL_VLLM_GROUP_PORT_IN_USE",
+                "error",
+                f"vllm_group_port {port} is the server's HTTP port: the weight-sync group cannot bind it",
+                GROUP_DETAIL,
+                f"vllm_group_port: {other} (any other free port)",
+            )
+        ]

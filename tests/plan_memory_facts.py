@@ -1,0 +1,66 @@
+"""Snapshots and yardsticks shared by the decision rows of checks/plan_memory.py
+(tests/shop_r1_doctor/checks/test_plan_memory_rows*.py)."""
+
+from __future__ import annotations
+
+import dataclasses
+
+from shop_r1_doctor.facts import Facts
+from shop_r1_doctor.memory import KNOWN_SHAPES, estimate_training_memory
+
+GIB = 1024**3
+H100 = "NVIDIA H100 80GB HBM3"
+A100 = "NVIDIA A100-SXM4-40GB"
+PARAMS = 500_000_000  # nearest known shape: Qwen2.5-0.5B, with this parameter count
+SHAPE = dataclasses.replace(KNOWN_SHAPES["0.5b"], params=PARAMS)
+SHAPE_7B = KNOWN_SHAPES["7b"]
+MODEL = "Qwen/Qwen2.5-0.5B-Instruct"
+
+
+def gib(n: float) -> str:
+    return f"{n / GIB:.1f} GiB"
+
+
+def _gpu(free: int | None = None, total: int | None = 80 * GIB, **kw) -> dict:
+    gpu = {"index": 0, "name": H100, "memory_total_bytes": total, **kw}
+    if free is not None and total is not None:
+        gpu["memory_used_bytes"] = total - free
+    return gpu
+
+
+def _snap(plan: dict, gpus: list[dict] | None = None, env: dict | None = None) -> dict:
+    snap: dict = {
+        "gpus": [_gpu()] if gpus is None else gpus,
+        "plan": {"model_params": PARAMS, **plan},
+    }
+    if env is not None:
+        snap["env"] = env
+    return snap
+
+
+def _found(check, snap: dict) -> list[tuple[str, str, str, str]]:
+    return [(f.code, f.title, f.detail, f.fix or "") for f in check(Facts(snap))]
+
+
+def _codes(check, snap: dict) -> list[str]:
+    return [f.code for f in check(Facts(snap))]
+
+
+def _estimate(shape=SHAPE, **kw):
+    settings = {
+        "seq_len": 1024,
+        "micro_batch": 1,
+        "dtype": "bf16",
+        "master_fp32": False,
+        "grad_checkpointing": False,
+        "chunked_loss": False,
+        "fused_kernels": False,
+        "shards": 1,
+        **kw,
+    }
+    return estimate_training_memory(shape, **settings)
+
+
+def _best(**kw):
+    """The smallest footprint model_fits tries: micro batch 1, checkpointing, chunked loss."""
+    return _estimate(**{**kw, "micro_batch": 1, "grad_checkpointing": True, "chunked_loss": True})
