@@ -38,7 +38,7 @@ from typing import Any
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from shop_r1.data import synth
-from shop_r1.data.prompts import rl_rows
+from shop_r1.data.prompts import build_messages
 from shop_r1.data.split import split_by_session
 from shop_r1.eval import rows_from_sessions
 
@@ -105,10 +105,7 @@ def _prompt(session: Any, step: int) -> list[dict] | None:
     """The messages the policy sees at `step` (learning.py's prompt settings)."""
     if len(session.steps) <= step:
         return None
-    for row in rl_rows([session], context="full", max_tokens=1024):
-        if str(row["id"]).endswith(f"#{step}"):
-            return list(row["prompt"])
-    return None
+    return build_messages(session, step, context="full", max_tokens=1024)
 
 
 def step_distribution(
