@@ -41,20 +41,14 @@ def _config_dict(shape_key: str) -> dict:
     return dict(QWEN25_CONFIGS[shape_key])
 
 
-def _snapshot() -> dict:
-    """Fast doctor snapshot + the torch facts of this process (torch is loaded anyway)."""
-    import torch
+def _snapshot(cfg: object) -> dict:
+    """The snapshot `shop-r1 train sft` plans on (`preflight.live_snapshot`): the doctor's
+    full probe, with the optional kernels the config may use imported, so the benchmark
+    measures the plan users get. (A snapshot without Liger's import planned `liger
+    False` on a machine where Liger works.)"""
+    from shop_r1.preflight import live_snapshot
 
-    from shop_r1_doctor.probes.collect import collect_snapshot
-
-    snap = collect_snapshot(fast=False, timeout=60.0)
-    snap["torch"] = {
-        "version": torch.__version__,
-        "cuda_available": torch.cuda.is_available(),
-        "device_count": torch.cuda.device_count(),
-        "bf16_supported": torch.cuda.is_available() and torch.cuda.is_bf16_supported(),
-    }
-    return snap
+    return live_snapshot(cfg)  # type: ignore[arg-type]
 
 
 def run_one(mode: str, args: argparse.Namespace) -> dict:
@@ -96,7 +90,7 @@ def run_one(mode: str, args: argparse.Namespace) -> dict:
         run_cfg = dataclasses.replace(run_cfg, master_weights="bf16")
     if mode.startswith("auto"):
         plan = decide(
-            _snapshot(),
+            _snapshot(run_cfg),
             run_cfg,
             shape,
             seq_len=args.seq_len,

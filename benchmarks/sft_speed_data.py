@@ -219,6 +219,7 @@ def run_mode(mode: str, args: argparse.Namespace) -> dict[str, Any]:
     )
     total_steps = args.warmup + args.steps + profile_steps
     dataset = Dataset.from_list(rows)
+    variant = mode.removesuffix("-noliger")
     run_cfg = SFTRunConfig(
         model="random-init",
         data=args.data,
@@ -235,18 +236,20 @@ def run_mode(mode: str, args: argparse.Namespace) -> dict[str, Any]:
             "packed-flex": "on",
             "packed-sdpa": "on",
             "packed-bfd": "on",
-        }.get(mode, "auto"),
+        }.get(variant, "auto"),
         attn_implementation={
             "packed-flex": "flex_attention",
             "packed-sdpa": "sdpa",
             "packed-bfd": "sdpa_varlen",
-        }.get(mode, "auto"),
+        }.get(variant, "auto"),
         master_weights="bf16" if mode == "packed-bf16" else "auto",
         # packed-mbN: the micro batch set by hand, past the plan's worst-case bound
         micro_batch_size=int(mode[len("packed-mb") :].split("-")[0])
         if mode.startswith("packed-mb")
         else "auto",
         gradient_checkpointing="off" if mode.endswith("-nockpt") else "auto",
+        # MODE-noliger: the same plan without Liger's kernels (what users without it get)
+        liger_kernel="off" if mode.endswith("-noliger") else "auto",
     )
     clock = StepClock(args.warmup, args.steps, profile_steps)
     plan = None
@@ -285,7 +288,7 @@ def run_mode(mode: str, args: argparse.Namespace) -> dict[str, Any]:
         ).total
     else:
         plan = decide(
-            _snapshot(),
+            _snapshot(run_cfg),
             run_cfg,
             shape,
             seq_len=seq_len,
@@ -298,7 +301,7 @@ def run_mode(mode: str, args: argparse.Namespace) -> dict[str, Any]:
             attn_implementation=plan.attn_implementation,
         )
         bins = ""
-        if mode == "packed-bfd":
+        if variant == "packed-bfd":
             # token-budget micro batches: TRL's best-fit-decreasing bins of `capacity`
             # tokens, one bin per forward; accumulation makes ~global_batch rows a step
             capacity = _bfd_capacity(plan, shape, seq_len)

@@ -119,6 +119,85 @@ def _per_example_sdpa(q: Any, k: Any, v: Any, cu: Any, scale: float | None) -> A
     return torch.cat(outs, dim=1)
 
 
+def kernel_dtype(query: Any, module: Any = None) -> Any:
+    """The dtype torch's varlen kernel runs this query in, or None when it cannot run
+    (not on a GPU that has the kernel, or no half dtype to run in): `target_dtype`."""
+    import torch
+
+    if not query.is_cuda or not kernel_available():
+        return None
+    autocast = torch.get_autocast_dtype("cuda") if torch.is_autocast_enabled("cuda") else None
+    linears = (m for m in (module.modules() if module is not None else ()) if hasattr(m, "weight"))
+    weight = next((m.weight.dtype for m in linears if isinstance(m, torch.nn.Linear)), None)
+    return target_dtype(query.dtype, autocast, weight)
+
+
+def target_dtype(query: Any, autocast: Any, weight: Any) -> Any:
+    """The kernel's dtype for a query of dtype `query`, given autocast's dtype (None when
+    autocast is off) and the layer's weight dtype; None when none of them is bf16/fp16.
+
+    The kernel takes bf16/fp16 only. With fp32 weights under bf16 autocast (the fp32
+    master weights auto picks below lr 1e-4) q and k leave their projections in bf16 but
+    RoPE multiplies them by fp32 cos/sin, so they arrive here in fp32; Liger's RoPE kernel
+    keeps them in bf16, which is why this showed only without Liger. Sending them down the
+    per-example path made packed SFT several times slower than TRL's defaults (H100,
+    0.5B). transformers' flash-attention integration makes the same choice
+    (`integrations.flash_attention.get_target_dtype`): autocast's dtype, else the
+    weights'."""
+    import torch
+
+    half = (torch.bfloat16, torch.float16)
+    if query in half:
+        return query
+    if query != torch.float32:
+        return None
+    if autocast is not None:
+        return autocast if autocast in half else None
+    return weight if weight in half else None
+
+
+def _packed_boundaries(query: Any, key: Any, attention_mask: Any, kwargs: dict[str, Any]) -> Any:
+    """`cu_seq_lens` of a packed (padding-free) forward, or None for any other forward.
+
+    Packed means one row, no padding mask, queries and keys over the same tokens, with
+    boundaries passed or readable from positions that restart at 0. A decoding step with a
+    KV cache (one new query, all cached keys, positions not starting at 0) is not packed:
+    reading boundaries there found none and crashed `torch.cat` in `generate()`."""
+    if query.shape[0] != 1:
+        return None
+    cu = kwargs.get("cu_seq_lens_q")
+    if cu is not None:
+        return cu
+    position_ids = kwargs.get("position_ids")
+    if attention_mask is not None or position_ids is None or query.shape[2] != key.shape[2]:
+        return None
+    if int(position_ids[0, 0]) != 0:
+        return None
+    return _cu_seqlens_from_positions(position_ids)
+
+
+def _sdpa_fallback(
+    module: Any, query: Any, key: Any, value: Any, attention_mask: Any, **kwargs: Any
+) -> tuple[Any, None]:
+    """Unpacked batches (padded rows, generation) through transformers' own sdpa."""
+    from transformers.integrations.sdpa_attention import sdpa_attention_forward
+
+    if attention_mask is not None and attention_mask.ndim == 2:
+        import torch
+
+        # the flash-style 2D padding mask (True = keep) -> causal 4D bool mask
+        q_len, kv_len = query.shape[2], key.shape[2]
+        causal = torch.ones(q_len, kv_len, dtype=torch.bool, device=query.device).tril(
+            kv_len - q_len
+        )
+        attention_mask = causal[None, None] & attention_mask[:, None, None, :].bool()
+    for name in ("cu_seq_lens_q", "cu_seq_lens_k", "max_length_q", "max_length_k"):
+        kwargs.pop(name, None)
+    return sdpa_attention_forward(  # type: ignore[no-any-return]
+        module, query, key, value, attention_mask, **kwargs
+    )
+
+
 def varlen_attention_forward(
     module: Any,
     query: Any,
@@ -131,35 +210,21 @@ def varlen_attention_forward(
 ) -> tuple[Any, None]:
     """transformers attention function: (batch, heads, seq, dim) in, (batch, seq, heads,
     dim) out, like the library's sdpa/flash functions."""
-    cu = kwargs.get("cu_seq_lens_q")
-    position_ids = kwargs.get("position_ids")
-    if cu is None and attention_mask is None and position_ids is not None and query.shape[0] == 1:
-        cu = _cu_seqlens_from_positions(position_ids)  # packed without boundaries passed
-    if cu is None or query.shape[0] != 1:
-        from transformers.integrations.sdpa_attention import sdpa_attention_forward
-
-        if attention_mask is not None and attention_mask.ndim == 2:
-            import torch
-
-            # the flash-style 2D padding mask (True = keep) -> causal 4D bool mask
-            q_len, kv_len = query.shape[2], key.shape[2]
-            causal = torch.ones(q_len, kv_len, dtype=torch.bool, device=query.device).tril(
-                kv_len - q_len
-            )
-            attention_mask = causal[None, None] & attention_mask[:, None, None, :].bool()
-        return sdpa_attention_forward(  # type: ignore[no-any-return]
+    cu = _packed_boundaries(query, key, attention_mask, kwargs)
+    if cu is None:
+        return _sdpa_fallback(
             module, query, key, value, attention_mask, dropout=dropout, scaling=scaling, **kwargs
         )
     import torch
 
     cu = cu.to(device=query.device, dtype=torch.int32)
-    fast = query.is_cuda and query.dtype in (torch.bfloat16, torch.float16) and kernel_available()
-    if fast:
+    dtype = kernel_dtype(query, module)
+    if dtype is not None:
         max_len = kwargs.get("max_length_q") or int((cu[1:] - cu[:-1]).max())
         out = _varlen_call(
-            query[0].transpose(0, 1),
-            key[0].transpose(0, 1),
-            value[0].transpose(0, 1),
+            query[0].transpose(0, 1).to(dtype),
+            key[0].transpose(0, 1).to(dtype),
+            value[0].transpose(0, 1).to(dtype),
             cu,
             int(max_len),
             scaling,

@@ -116,3 +116,69 @@ def test_first_step_loss_of_packed_training_equals_padded(tmp_path):
     assert seen and all(seen)
     # healthy: ~1e-7 apart; a kernel attending across examples moved it 1.3e-4
     assert losses[True] == pytest.approx(losses[False], rel=1e-6)
+
+
+@pytest.mark.parametrize(
+    ("query", "autocast", "weight", "expected"),
+    [
+        # fp32 master weights under bf16 autocast: RoPE's fp32 cos/sin promote q/k to
+        # fp32; the kernel must still run, in autocast's dtype (the SFT speed regression)
+        ("float32", "bfloat16", "float32", "bfloat16"),
+        ("float32", "float16", "float32", "float16"),
+        ("bfloat16", None, "bfloat16", "bfloat16"),  # pure bf16
+        ("float16", "bfloat16", "float32", "float16"),  # already half: as it comes
+        ("float32", None, "bfloat16", "bfloat16"),  # PEFT-style fp32 norms, bf16 weights
+        ("float32", None, "float32", None),  # plain fp32: the exact per-example path
+        ("float32", "float32", "float32", None),  # fp32 "autocast" has no half dtype
+        ("float64", "bfloat16", "float32", None),
+    ],
+)
+def test_the_varlen_kernel_runs_in_a_half_dtype_whenever_one_is_in_play(
+    query, autocast, weight, expected
+):
+    dt = lambda name: None if name is None else getattr(torch, name)  # noqa: E731
+    assert packing.target_dtype(dt(query), dt(autocast), dt(weight)) == dt(expected)
+
+
+def test_fp32_weights_under_bf16_autocast_hand_the_kernel_fp32_queries():
+    """Why `target_dtype` must look past the query's dtype: with fp32 weights under bf16
+    autocast (auto's fp32 master weights) the query arrives in fp32 (RoPE promotes it)."""
+    from transformers import AttentionInterface
+
+    from shop_r1.tiny import model_from_config_dict
+
+    seen = []
+
+    def spy(module, query, key, value, attention_mask, **kwargs):
+        seen.append(query.dtype)
+        return packing.varlen_attention_forward(module, query, key, value, attention_mask, **kwargs)
+
+    packing.register()
+    AttentionInterface.register("shop_r1_test_dtype_spy", spy)
+    model = model_from_config_dict(CONFIG, attn_implementation="shop_r1_test_dtype_spy")
+    with torch.autocast("cpu", dtype=torch.bfloat16):
+        model(input_ids=torch.randint(1, 300, (1, 9)))
+    assert seen == [torch.float32, torch.float32]  # one per layer
+
+
+@pytest.mark.parametrize("padded", [False, True])
+def test_generate_on_sdpa_varlen_equals_sdpa(padded):
+    """Greedy generation through `sdpa_varlen` (decoding steps with a KV cache are not
+    packed forwards) gives sdpa's tokens, for one unpadded row and a left-padded batch."""
+    from shop_r1.tiny import model_from_config_dict
+
+    packing.register()
+    gen = torch.Generator().manual_seed(3)
+    rows = [torch.randint(1, 300, (n,), generator=gen) for n in ((7, 12) if padded else (12,))]
+    width = max(len(r) for r in rows)
+    ids = torch.zeros(len(rows), width, dtype=torch.long)
+    mask = torch.zeros(len(rows), width, dtype=torch.long)
+    for i, r in enumerate(rows):  # left padding, as generation pads
+        ids[i, width - len(r) :], mask[i, width - len(r) :] = r, 1
+    out = {}
+    for attn in ("sdpa", packing.NAME):
+        model = model_from_config_dict(CONFIG, attn_implementation=attn).eval()
+        out[attn] = model.generate(
+            input_ids=ids, attention_mask=mask, max_new_tokens=6, do_sample=False, pad_token_id=0
+        )
+    assert torch.equal(out["sdpa"], out[packing.NAME])
