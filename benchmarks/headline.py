@@ -4,7 +4,8 @@
 
 Runs, in order: the GPU tests (`tests/gpu`: torch's varlen kernel in training and
 generation), SFT on real rows for each shape (`sft_speed.py --data`: TRL's defaults, the
-auto path as `shop-r1 train sft` plans it, the same without Liger, token-budget bins),
+auto path as `shop-r1 train sft` plans it, the same with micro batches of whole rows, and
+without Liger),
 and with `--grpo` the GRPO step (`grpo_step.py`, vLLM where it imports, transformers
 generation beside it). Prints every figure next to `headline.yaml`'s (the README's, with
 the commit each was measured on) and writes `DIR/headline.txt` plus the raw JSON, so the
@@ -27,7 +28,7 @@ from typing import Any
 import yaml
 
 HERE = Path(__file__).parent
-SFT_MODES = ("trl-default", "auto-packed", "auto-packed-noliger", "packed-bfd")
+SFT_MODES = ("trl-default", "auto-packed", "auto-rows", "auto-packed-noliger")
 
 
 def _run(argv: list[str], log: Path, timeout: float) -> int:
@@ -92,6 +93,7 @@ def measure(args: argparse.Namespace, out: Path) -> dict[str, Any]:
                 ",".join(args.sft_modes),
                 "--json-out",
                 str(out / f"sft_{shape}.json"),
+                "--profile",
             ],
             out / f"sft_{shape}.log",
             args.step_timeout,

@@ -4,13 +4,15 @@ Modes (each in its own child process, so peak memory does not mix):
   trl-default   TRL's defaults: fp32 load + bf16 autocast, gradient checkpointing, one
                 micro batch of the whole global batch, rows padded to the longest
   auto-padded   `shop-r1 train sft`'s auto-configuration with packing off
-  auto-packed   the auto-configuration as it stands (padding-free where it can)
+  auto-packed   the auto-configuration as it stands (padding-free where it can, in
+                token-budget bins: what `shop-r1 train sft` runs)
+  auto-rows     auto-packed with micro batches of whole rows (`token_budget: off`)
   packed-flex   padding-free through transformers' FlexAttention (document BlockMask)
   packed-sdpa   padding-free through plain sdpa (transformers' dense block-diagonal mask)
   packed-bf16   auto-packed with pure bf16 weights (what auto picks at lr >= 1e-4)
-  packed-bfd    padding-free with token-budget micro batches: TRL's best-fit-decreasing
-                bins of the largest token count the memory model fits, one bin per
-                forward (rows per optimizer step then vary around the global batch)
+  packed-bfd    token-budget bins of the LARGEST token count the memory model fits,
+                whatever the global batch (rows per optimizer step then exceed it)
+  MODE-noliger  MODE with liger_kernel off (what users without liger-kernel get)
   packed-mbN    auto-packed with micro batch N: the plan sizes micro batches for the
                 worst draw (N x the longest row); this shows what larger ones give
                 (suffix -nockpt: gradient checkpointing off, even where the plan says
@@ -215,7 +217,9 @@ def run_mode(mode: str, args: argparse.Namespace) -> dict[str, Any]:
     seq_len = min(stats["max"], args.max_length)
     out_dir = tempfile.mkdtemp(prefix=f"sft_data_{mode}_")
     profile_steps = (
-        2 if args.profile and mode in ("auto-padded", "auto-packed", "packed-bf16") else 0
+        2
+        if args.profile and mode in ("auto-padded", "auto-packed", "auto-rows", "packed-bf16")
+        else 0
     )
     total_steps = args.warmup + args.steps + profile_steps
     dataset = Dataset.from_list(rows)
@@ -250,6 +254,9 @@ def run_mode(mode: str, args: argparse.Namespace) -> dict[str, Any]:
         gradient_checkpointing="off" if mode.endswith("-nockpt") else "auto",
         # MODE-noliger: the same plan without Liger's kernels (what users without it get)
         liger_kernel="off" if mode.endswith("-noliger") else "auto",
+        # auto-rows: the auto path with micro batches of whole rows (the default before
+        # token-budget bins)
+        token_budget="off" if variant == "auto-rows" else "auto",
     )
     clock = StepClock(args.warmup, args.steps, profile_steps)
     plan = None
@@ -293,6 +300,7 @@ def run_mode(mode: str, args: argparse.Namespace) -> dict[str, Any]:
             shape,
             seq_len=seq_len,
             trl_fused_lm_head=_compat.trl_has_fused_lm_head(),
+            mean_tokens=stats["mean"],
         )
         print(render_text(plan), file=sys.stderr)
         model = model_from_config_dict(
@@ -334,6 +342,8 @@ def run_mode(mode: str, args: argparse.Namespace) -> dict[str, Any]:
             )
             micro, ga = plan.micro_batch_size, plan.gradient_accumulation_steps
             packed = plan.padding_free
+            if plan.token_budget:
+                bins = f" bins of {plan.token_budget} tokens,"
         setup = (
             f"{plan.attn_implementation}, {plan.master_weights} weights, mb {micro} x ga {ga},{bins}"
             f" ckpt {plan.gradient_checkpointing}, padding_free {packed}, liger {plan.liger_kernel}"

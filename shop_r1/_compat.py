@@ -121,6 +121,32 @@ def checkpointing_kwargs(enabled: bool) -> dict[str, Any]:
     return {"gradient_checkpointing": enabled}
 
 
+class _DropMessage:
+    """A logging filter that drops records whose message contains `text`."""
+
+    def __init__(self, text: str) -> None:
+        self.text = text
+
+    def filter(self, record: Any) -> bool:
+        return self.text not in record.getMessage()
+
+
+BIN_WARNING = _DropMessage("annihilate the benefits of padding-free")
+
+
+def quiet_single_bin_warning() -> None:
+    """TRL 1.16 (seen in 1.16.0) logs that per_device_train_batch_size 1 'annihilates the
+    benefits of padding-free training' whenever it does not pack itself. With token-budget
+    bins (`train_sft.pack_bins`) each micro batch of 1 is one bin of many rows, so the
+    warning is wrong there; it is dropped from TRL's SFT logger (idempotent). Remove when
+    TRL's check counts tokens or knows pre-packed rows."""
+    import logging
+
+    logger = logging.getLogger("trl.trainer.sft_trainer")
+    if BIN_WARNING not in logger.filters:
+        logger.addFilter(BIN_WARNING)
+
+
 def liger_kwargs(enabled: bool) -> dict[str, Any]:
     """`use_liger_kernel` of TrainingArguments. TRL >= 1.16 applies only Liger's layer
     kernels with it (it keeps its own fused LM head) and warns that the flag goes in TRL

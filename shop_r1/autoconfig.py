@@ -56,6 +56,8 @@ class AutoPlan:
     liger_kernel: bool = False
     optim: str = "adamw_torch"
     seq_len: int = 0
+    # SFT: tokens per micro batch (one best-fit-decreasing bin of rows); None = whole rows
+    token_budget: int | None = None
     predicted_peak_bytes: int = 0
     memory_budget_bytes: int = 0
     # GRPO
@@ -301,9 +303,11 @@ def decide(
     seq_len: int,
     completion_len: int | None = None,
     trl_fused_lm_head: bool = True,
+    mean_tokens: float | None = None,
 ) -> AutoPlan:
     """The settings for this run on this machine. `seq_len`: longest prompt+completion
-    in tokens (SFT) or longest prompt (GRPO, completion_len added from the config)."""
+    in tokens (SFT) or longest prompt (GRPO, completion_len added from the config);
+    `mean_tokens`: the rows' mean length (SFT; sizes token-budget micro batches)."""
     facts = Facts(snapshot)
     cuda = _cuda(facts)
     plan = AutoPlan(device="cuda" if cuda else "cpu")
@@ -337,6 +341,7 @@ def decide(
             reserved=0,
             explicit_mask=plan.attn_implementation == "sdpa",
         )
+        _choose_token_budget(cfg, shape, plan, mean_tokens=mean_tokens)
     return plan
 
 
@@ -394,6 +399,118 @@ def _choose_packing(facts: Facts, cfg: SFTRunConfig, cuda: bool, plan: AutoPlan)
         plan.padding_free = False
         why = f"{attn} would attend across packed examples or compute every tile"
     plan.note("padding_free", plan.padding_free, why)
+
+
+# kernels that read packed boundaries (cu_seq_lens): a bin costs its rows, not its square
+BIN_KERNELS = ("flash_attention_2", "flash_attention_3", packing.NAME)
+BIN_ROUND = 256  # bin sizes in multiples of this many tokens
+MAX_BIN_TOKENS = 262144
+
+
+def _choose_token_budget(
+    cfg: SFTRunConfig, shape: ModelShape, plan: AutoPlan, *, mean_tokens: float | None
+) -> None:
+    """Token-budget micro batches for padding-free SFT: one bin of rows (TRL's
+    best-fit-decreasing packing) per forward, sized to fill the memory budget, with
+    accumulation making `global_batch_size` rows per step on average.
+
+    Row micro batches must fit the worst draw (mb x the longest row), so on real rows
+    (p50 1.6k, max 6k tokens) each forward carries a fraction of what memory allows and
+    pays its host-side costs per small forward: measured on the H100 (0.5B shape, real
+    rows) 67k real tokens/s with rows against 117k with bins."""
+    why_not = None
+    if cfg.token_budget == "off":
+        why_not = "set in the config: micro batches of whole rows"
+    elif not plan.padding_free:
+        why_not = "batches are padded (no padding-free kernel)"
+    elif plan.attn_implementation not in BIN_KERNELS:
+        why_not = f"{plan.attn_implementation} does not read packed boundaries"
+    elif cfg.micro_batch_size != "auto" and cfg.token_budget == "auto":
+        why_not = "micro_batch_size is set in the config: whole rows"
+    if why_not is not None:
+        _note_before(plan, "micro_batch_size", Decision("token_budget", "off", why_not))
+        return
+
+    def peak(tokens: int) -> int:
+        return estimate_training_memory(
+            shape,
+            seq_len=tokens,
+            micro_batch=1,
+            dtype=plan.dtype,
+            master_fp32=plan.master_weights == "fp32",
+            chunked_loss=plan.chunked_loss,
+            fused_kernels=plan.liger_kernel,
+        ).total
+
+    longest = plan.seq_len
+    per_gpu = cfg.global_batch_size // cfg.num_processes
+    mean = mean_tokens if mean_tokens else longest / 2  # unknown: assume half the longest
+    step_tokens = max(int(per_gpu * mean), longest)
+    if isinstance(cfg.token_budget, int):
+        budget, ga = cfg.token_budget, max(round(step_tokens / cfg.token_budget), 1)
+        if cfg.gradient_accumulation_steps != "auto":
+            ga = cfg.gradient_accumulation_steps
+        why = f"set in the config; ~{step_tokens:,} tokens per step"
+    else:
+        # the largest bin that fits without checkpointing
+        fits = [
+            t
+            for t in range(BIN_ROUND, MAX_BIN_TOKENS + 1, BIN_ROUND)
+            if peak(t) <= plan.memory_budget_bytes
+        ]
+        largest = max(fits, default=0)
+        if largest < longest:
+            why_not = (
+                f"a bin of the longest row ({longest} tokens) does not fit without "
+                "checkpointing: micro batches of whole rows"
+            )
+            _note_before(plan, "micro_batch_size", Decision("token_budget", "off", why_not))
+            return
+        if cfg.gradient_accumulation_steps != "auto":
+            ga = cfg.gradient_accumulation_steps
+        else:
+            ga = -(-step_tokens // largest)  # fewest forwards that hold a step's tokens
+        # split the step's tokens evenly over the forwards; a bin holds any row up to
+        # max_length (BFD would cut a longer one at the bin), memory allowing
+        even = -(-step_tokens // ga)
+        floor = max(longest, min(cfg.max_length, largest))
+        budget = min(max(-(-even // BIN_ROUND) * BIN_ROUND, floor), largest)
+        why = (
+            f"{per_gpu} rows/GPU x ~{mean:,.0f} tokens{'' if mean_tokens else ' (assumed)'} "
+            f"= ~{step_tokens:,} tokens per step in {ga} bin(s); the largest bin that fits "
+            f"is {largest:,}"
+        )
+    plan.token_budget = budget
+    plan.micro_batch_size = 1
+    plan.gradient_accumulation_steps = ga
+    plan.gradient_checkpointing = False
+    plan.predicted_peak_bytes = peak(budget)
+    gib = plan.predicted_peak_bytes / GIB
+    plan.note(
+        "token_budget",
+        budget,
+        f"{why}; predicted peak {gib:.1f} GiB of {plan.memory_budget_bytes / GIB:.1f} GiB "
+        "(H100, 0.5B, real rows: 1.7x the tokens/s of row micro batches)",
+    )
+    plan.decisions = [
+        d
+        for d in plan.decisions
+        if d.setting
+        not in ("micro_batch_size", "gradient_accumulation_steps", "gradient_checkpointing")
+    ]
+    plan.note("micro_batch_size", 1, f"one bin of up to {budget:,} tokens per forward")
+    plan.note(
+        "gradient_accumulation_steps",
+        ga,
+        f"~{cfg.global_batch_size} rows per step = {ga} bin(s) x {cfg.num_processes} GPU(s)",
+    )
+    plan.note("gradient_checkpointing", False, "not needed: the bin is sized to fit without it")
+
+
+def _note_before(plan: AutoPlan, setting: str, decision: Decision) -> None:
+    """Insert `decision` before `setting`'s row (the table reads in the order decided)."""
+    at = next((i for i, d in enumerate(plan.decisions) if d.setting == setting), None)
+    plan.decisions.insert(len(plan.decisions) if at is None else at, decision)
 
 
 def _decide_grpo(

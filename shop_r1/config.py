@@ -198,11 +198,23 @@ class SFTRunConfig(_RunConfig):
         "Padding-free batches: rows concatenated, no padding tokens (auto: on with flash-attn or "
         "torch >= 2.9 on an Ampere+ GPU, whose varlen kernels keep examples apart).",
     )
+    token_budget: int | Literal["auto", "off"] = _f(
+        "auto",
+        "Padding-free micro batches by tokens, not rows: each forward takes one bin of rows "
+        "packed best-fit-decreasing (TRL's packing) up to this many tokens, so every forward "
+        "is as large as memory allows (auto: sized by the memory model; off: micro_batch_size "
+        "whole rows per forward). global_batch_size then counts rows per step on average.",
+    )
 
     def _check(self) -> list[str]:
         errors = super()._check()
         if self.max_length < 16:
             errors.append(f"max_length: must be >= 16, got {self.max_length}")
+        if isinstance(self.token_budget, int) and self.token_budget < self.max_length:
+            errors.append(
+                f"token_budget: {self.token_budget} tokens cannot hold one row of max_length "
+                f"{self.max_length}; raise it or lower max_length"
+            )
         return errors
 
 

@@ -65,14 +65,19 @@ def model_config_dict(model: str) -> dict[str, Any]:
         raise ToolError(f"--model {model}: cannot read its config ({first[:160]})") from None
 
 
-def longest_row_tokens(rows: list[dict[str, Any]], tokenizer: Any, sample: int = 256) -> int:
-    """Longest prompt (+ completion for SFT) in tokens over the first `sample` rows."""
-    longest = 0
+def row_token_lengths(rows: list[dict[str, Any]], tokenizer: Any, sample: int = 256) -> list[int]:
+    """Prompt (+ completion for SFT) lengths in tokens of the first `sample` rows."""
+    lengths = []
     for row in rows[:sample]:
         messages = list(row["prompt"]) + list(row.get("completion", []))
         ids = tokenizer.apply_chat_template(messages, tokenize=True, return_dict=False)
-        longest = max(longest, len(ids))
-    return longest
+        lengths.append(len(ids))
+    return lengths
+
+
+def longest_row_tokens(rows: list[dict[str, Any]], tokenizer: Any, sample: int = 256) -> int:
+    """Longest prompt (+ completion for SFT) in tokens over the first `sample` rows."""
+    return max(row_token_lengths(rows, tokenizer, sample), default=0)
 
 
 def live_snapshot(cfg: _RunConfig | None = None, output_dir: str | None = None) -> dict[str, Any]:
@@ -149,9 +154,11 @@ def prepare(
     rows: tuple[list[dict[str, Any]], list[dict[str, Any]]] | None = None,
     shape: ModelShape | None = None,
     seq_len: int | None = None,
+    mean_tokens: float | None = None,
     tokenizer_loader: Callable[[str], Any] | None = None,
 ) -> Prepared:
-    """Data -> shape -> plan -> findings. Tests inject snapshot/rows/shape/seq_len."""
+    """Data -> shape -> plan -> findings. Tests inject snapshot/rows/shape/seq_len
+    (and mean_tokens, the rows' mean length, which sizes SFT's token budget)."""
     train_rows, test_rows = rows if rows is not None else load_rows(cfg)
     if shape is None:
         shape = ModelShape.from_config_dict(model_config_dict(cfg.model), name=cfg.model)
@@ -160,11 +167,21 @@ def prepare(
             from transformers import AutoTokenizer
 
             tokenizer_loader = AutoTokenizer.from_pretrained
-        seq_len = max(longest_row_tokens(train_rows, tokenizer_loader(cfg.model)), 16)
+        lengths = row_token_lengths(train_rows, tokenizer_loader(cfg.model))
+        seq_len = max(max(lengths, default=0), 16)
+        if lengths and isinstance(cfg, SFTRunConfig):  # rows are cut at max_length
+            mean_tokens = sum(min(n, cfg.max_length) for n in lengths) / len(lengths)
     snapshot = dict(snapshot if snapshot is not None else live_snapshot(cfg, cfg.output_dir))
     from shop_r1._compat import trl_has_fused_lm_head
 
-    plan = decide(snapshot, cfg, shape, seq_len=seq_len, trl_fused_lm_head=trl_has_fused_lm_head())
+    plan = decide(
+        snapshot,
+        cfg,
+        shape,
+        seq_len=seq_len,
+        trl_fused_lm_head=trl_has_fused_lm_head(),
+        mean_tokens=mean_tokens,
+    )
     snapshot["plan"] = plan_section(cfg, plan, shape, len(train_rows), seq_len)
     from shop_r1_doctor.api import run_checks
 

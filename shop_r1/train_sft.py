@@ -82,6 +82,8 @@ def make_trainer(
     """TRL's SFTTrainer for the plan (the benchmark builds its trainers here too)."""
     from trl import SFTTrainer
 
+    if plan.token_budget:
+        _compat.quiet_single_bin_warning()
     trainer = SFTTrainer(
         model=model,
         args=trl_config(cfg, plan),
@@ -91,7 +93,21 @@ def make_trainer(
     )
     if plan.padding_free:
         trainer.train_dataset = truncate_rows(trainer.train_dataset, cfg.max_length)
+    if plan.token_budget:
+        trainer.train_dataset = pack_bins(trainer.train_dataset, plan.token_budget, cfg.seed)
     return trainer
+
+
+def pack_bins(dataset: Any, tokens: int, seed: int) -> Any:
+    """Rows (already cut at max_length) packed into bins of up to `tokens` tokens by TRL's
+    best-fit-decreasing packing; each bin keeps its rows' boundaries (`seq_lengths`),
+    which the padding-free collator turns into `cu_seq_lens`, so rows never attend to
+    each other. Shuffled first, as TRL does before it packs: BFD sorts by length, and a
+    fixed order would put the same rows together every epoch."""
+    from trl import pack_dataset
+
+    rows = dataset.select_columns(["input_ids", "labels"]).shuffle(seed=seed)
+    return pack_dataset(rows, tokens, "bfd")
 
 
 def torch_dtype(plan: AutoPlan) -> Any:

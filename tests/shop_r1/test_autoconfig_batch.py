@@ -7,6 +7,8 @@ The invariant: one optimizer step sees global_batch_size rows (SFT) or completio
 
 from __future__ import annotations
 
+import dataclasses
+
 import pytest
 from machines import machine_snapshot
 
@@ -56,7 +58,12 @@ def test_sft_plan_for_1_to_4_processes(procs, gbs, mb, ga, want):
 @pytest.mark.parametrize("ga", ["auto", 2, 4])
 def test_sft_auto_micro_batch_keeps_the_global_batch(procs, ga):
     # micro batch chosen by memory: whatever it is, the step must still be 64 rows
-    cfg = SFTRunConfig(num_processes=procs, global_batch_size=64, gradient_accumulation_steps=ga)
+    cfg = SFTRunConfig(
+        num_processes=procs,
+        global_batch_size=64,
+        gradient_accumulation_steps=ga,
+        token_budget="off",  # whole-row micro batches (bins: test_autoconfig_token_budget.py)
+    )
     plan = decide(_snap(), cfg, SHAPE, seq_len=512)
     assert plan.micro_batch_size * plan.gradient_accumulation_steps * procs == 64
     if ga != "auto":
@@ -146,7 +153,8 @@ def test_world_size_from_the_launcher_sets_num_processes(monkeypatch):
     monkeypatch.setenv("WORLD_SIZE", "2")
     cfg, source = load_config("sft")
     assert cfg.num_processes == 2 and source["num_processes"] == "WORLD_SIZE"
-    plan = decide(_snap(), cfg, SHAPE, seq_len=512)
+    rows = dataclasses.replace(cfg, token_budget="off")
+    plan = decide(_snap(), rows, SHAPE, seq_len=512)
     assert plan.micro_batch_size * plan.gradient_accumulation_steps * 2 == cfg.global_batch_size
 
 

@@ -542,6 +542,7 @@ def test_decide_sft_on_the_cpu_end_to_end():
         "liger_kernel",
         "chunked_loss",
         "padding_free",
+        "token_budget",
         "micro_batch_size",
         "gradient_accumulation_steps",
         "gradient_checkpointing",

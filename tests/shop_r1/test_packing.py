@@ -182,3 +182,59 @@ def test_generate_on_sdpa_varlen_equals_sdpa(padded):
             input_ids=ids, attention_mask=mask, max_new_tokens=6, do_sample=False, pad_token_id=0
         )
     assert torch.equal(out["sdpa"], out[packing.NAME])
+
+
+def test_pack_bins_keeps_every_row_whole_within_the_budget():
+    from datasets import Dataset
+
+    lengths = [37, 12, 61, 5, 40, 33]
+    rows = Dataset.from_list(
+        [
+            {"input_ids": list(range(1, n + 1)), "labels": [-100] + list(range(2, n + 1))}
+            for n in lengths
+        ]
+    )
+    bins = train_sft.pack_bins(rows, 64, seed=0)
+    seqs = [b["seq_lengths"] for b in bins]
+    assert sorted(n for s in seqs for n in s) == sorted(lengths)  # every row, uncut
+    assert all(len(b["input_ids"]) == sum(s) <= 64 for b, s in zip(bins, seqs, strict=True))
+    assert len(bins) == 4  # best-fit-decreasing: no two of 61, 40, 37, 33 share a bin of 64
+    assert [b["seq_lengths"] for b in train_sft.pack_bins(rows, 64, seed=0)] == seqs
+
+
+@pytest.mark.slow
+def test_first_step_loss_of_token_budget_bins_equals_padded(tmp_path):
+    """Through TRL's trainer: one step of every row, padded (sdpa) or in one token-budget
+    bin (`plan.token_budget`, sdpa_varlen): the same loss."""
+    from shop_r1.data.prompts import sft_rows
+    from shop_r1.data.synth import generate_sessions
+    from shop_r1.tiny import make_tiny_model_and_tokenizer
+    from shop_r1_doctor.memory import ModelShape
+
+    packing.register()
+    rows = sft_rows(generate_sessions(3, seed=2), context="latest", max_tokens=120)[:6]
+    texts = [m["content"] for r in rows for m in r["prompt"] + r["completion"]]
+    losses = {}
+    for bins in (False, True):
+        model, tok = make_tiny_model_and_tokenizer(texts, vocab_size=600)
+        shape = ModelShape.from_config_dict(model.config.to_dict())
+        cfg = SFTRunConfig(
+            model="tiny",
+            data="-",
+            output_dir=str(tmp_path / str(bins)),
+            max_steps=1,
+            global_batch_size=len(rows),
+            micro_batch_size=len(rows),
+            logging_steps=1,
+            save_steps=100,
+            report_to="none",
+            max_length=1024,
+            packing="on" if bins else "off",
+            attn_implementation=packing.NAME if bins else "sdpa",
+        )
+        plan = decide(CPU, cfg, shape, seq_len=1024)
+        if bins:  # the CPU plan has no bins (no GPU kernel): set the GPU plan's by hand
+            plan.token_budget, plan.micro_batch_size = 1 << 16, 1
+        summary = train_sft.train(cfg, plan, rows, model=model, tokenizer=tok, shape=shape)
+        losses[bins] = summary["first_loss"]
+    assert losses[True] == pytest.approx(losses[False], rel=1e-6)
