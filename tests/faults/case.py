@@ -55,6 +55,9 @@ class FaultCase:
     # False: recorded, not re-caused by the suite (say why in `cause`: e.g. the Hub
     # client's retries with back-off take 25-50 s without a network).
     live: bool = True
+    # False: the process is killed before it can print why (an OOM kill); the cause is
+    # in the evidence the machine keeps (the cgroup's oom_kill count), not in the log.
+    log_shows_cause: bool = True
 
     @property
     def id(self) -> str:

@@ -16,6 +16,7 @@ CASES = (
         "torch allocates 64 MB tensors in a loop inside a 400 MB memory cgroup",
         memory_limit_mb=400,
         timeout=60,
+        log_shows_cause=False,
     ),
     FaultCase(
         FAMILY,
