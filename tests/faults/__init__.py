@@ -1,0 +1,9 @@
+"""Failures caused for real on a CPU Linux machine, and what each one printed.
+
+One module per family (disk_full, shm, host_memory, ports, optional_packages, hub,
+trainer_config, tokenizer, compiler, user_bugs). Each module declares its cases and, run
+as `python -m tests.faults.<family> <case> [dir]`, causes the failure. `case.py` runs a
+case the way a user meets it (a tmpfs of a few MB in a private mount namespace, a memory
+cgroup, no network namespace, a PATH without a compiler) and captures stdout + stderr +
+exit status; `record.py` writes them to tests/fixtures/faults/<family>/<case>.{log,json}.
+"""

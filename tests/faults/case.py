@@ -1,0 +1,244 @@
+"""A fault case, how it is caused (namespaces, tmpfs, memory cgroup) and what it printed.
+
+A case runs `python -m tests.faults.<family> <name> <workdir>` from the repository root,
+inside a bash wrapper that builds the condition first (the wrapper is the recorded
+command, so anyone can rerun it). Everything runs under a timeout; what comes back is
+stdout and stderr interleaved as a terminal shows them, and the exit status.
+"""
+
+from __future__ import annotations
+
+import importlib.metadata
+import os
+import platform
+import shlex
+import shutil
+import subprocess
+import sys
+import tempfile
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+ROOT = Path(__file__).resolve().parents[2]
+FIXTURES = ROOT / "tests" / "fixtures" / "faults"
+# The stack whose messages the corpus pins; recorded with every case.
+VERSIONED = (
+    "torch",
+    "transformers",
+    "trl",
+    "accelerate",
+    "datasets",
+    "huggingface_hub",
+    "safetensors",
+    "tokenizers",
+    "numpy",
+)
+
+
+@dataclass(frozen=True)
+class FaultCase:
+    family: str
+    name: str
+    expected: tuple[str, ...]  # finding codes naming the cause; () = the user's own bug
+    cause: str  # what was done to cause it, one line
+    tmpfs: tuple[str, str] | None = None  # (where, size): "work" = the case's dir, or a path
+    memory_limit_mb: int | None = None  # run inside a memory cgroup with this limit
+    no_network: bool = False  # a network namespace with no interface up
+    env: dict[str, str] = field(default_factory=dict)
+    path_without_compiler: bool = False  # PATH holds only python (no cc, c++, gcc, g++)
+    # Run as a line of a launch script, so the shell reports how it ended ("Killed"),
+    # as a terminal does; otherwise bash execs python and only the exit status tells.
+    shell_reports: bool = False
+    timeout: float = 120.0
+    # False: recorded, not re-caused by the suite (say why in `cause`: e.g. the Hub
+    # client's retries with back-off take 25-50 s without a network).
+    live: bool = True
+    # False: the process is killed before it can print why (an OOM kill); the cause is
+    # in the evidence the machine keeps (the cgroup's oom_kill count), not in the log.
+    log_shows_cause: bool = True
+
+    @property
+    def id(self) -> str:
+        return f"{self.family}/{self.name}"
+
+
+@dataclass(frozen=True)
+class Captured:
+    case: FaultCase
+    output: str
+    exit_code: int
+    command: str
+    evidence: dict[str, str]  # what the machine recorded besides the log (cgroup files)
+
+
+def missing_requirement(case: FaultCase) -> str | None:
+    """Why this machine cannot cause the case for real, or None."""
+    needs_root = case.tmpfs is not None or case.memory_limit_mb is not None or case.no_network
+    if needs_root and os.geteuid() != 0:
+        return "needs root (mount namespace, tmpfs, memory cgroup or network namespace)"
+    if (case.tmpfs or case.no_network) and shutil.which("unshare") is None:
+        return "needs util-linux unshare"
+    if case.memory_limit_mb is not None and memory_cgroup_parent() is None:
+        return "needs a writable memory cgroup (v2 with the memory controller, or v1)"
+    if sys.platform != "linux":
+        return "Linux only"
+    return None
+
+
+def memory_cgroup_parent() -> tuple[str, Path] | None:
+    """("v2"|"v1", the cgroup directory this process may create a child under)."""
+    own = Path("/proc/self/cgroup").read_text().splitlines() if sys.platform == "linux" else []
+    unified = Path("/sys/fs/cgroup")
+    for line in own:
+        hier, controllers, path = line.split(":", 2)
+        if hier == "0" and (unified / "cgroup.controllers").exists():
+            base = unified / path.lstrip("/")
+            # A v2 leaf may hold processes only if it enables no controllers; use its parent.
+            for cand in (base, base.parent):
+                ctl = cand / "cgroup.subtree_control"
+                if (
+                    ctl.exists()
+                    and "memory" in ctl.read_text().split()
+                    and os.access(cand, os.W_OK)
+                ):
+                    return "v2", cand
+        if "memory" in controllers.split(","):
+            base = Path("/sys/fs/cgroup/memory") / path.lstrip("/")
+            if (base / "memory.limit_in_bytes").exists() and os.access(base, os.W_OK):
+                return "v1", base
+    return None
+
+
+def versions() -> dict[str, str]:
+    out = {"python": platform.python_version(), "kernel": platform.release()}
+    for name in VERSIONED:
+        try:
+            out[name] = importlib.metadata.version(name)
+        except importlib.metadata.PackageNotFoundError:
+            out[name] = "not installed"
+    return out
+
+
+def _cgroup(limit_mb: int) -> tuple[Path, Path, Callable[[], dict[str, str]]]:
+    found = memory_cgroup_parent()
+    assert found is not None
+    kind, parent = found
+    group = Path(tempfile.mkdtemp(prefix="shop-r1-fault-", dir=parent))
+    limit = str(limit_mb * 1024 * 1024)
+    if kind == "v2":
+        (group / "memory.max").write_text(limit)
+        if (group / "memory.swap.max").exists():
+            (group / "memory.swap.max").write_text("0")
+        files = ("memory.max", "memory.events", "memory.peak")
+    else:
+        (group / "memory.limit_in_bytes").write_text(limit)
+        files = ("memory.limit_in_bytes", "memory.oom_control", "memory.failcnt")
+
+    def read() -> dict[str, str]:
+        got = {
+            f"cgroup {kind} {f}": (group / f).read_text().strip()
+            for f in files
+            if (group / f).exists()
+        }
+        return got
+
+    return group, group / "cgroup.procs", read
+
+
+def build_command(case: FaultCase, workdir: Path, procs: Path | None = None) -> str:
+    """The bash script that sets the condition up and runs the driver."""
+    run = f"python -m tests.faults.{case.family} {case.name} {workdir}"
+    lines = []
+    if procs is not None:
+        lines.append(f"echo $$ > {procs}")
+    if case.tmpfs is not None:
+        where, size = case.tmpfs
+        target = workdir if where == "work" else Path(where)
+        lines.append(f"mount -t tmpfs -o size={size} tmpfs {target}")
+    if case.path_without_compiler:
+        lines.append(f"export PATH={Path(sys.executable).parent}")
+    lines.append(run)
+    if case.shell_reports:
+        lines.append("exit $?")
+    script = "\n".join(lines)
+    unshare = []
+    if case.tmpfs is not None:
+        unshare.append("-m")
+    if case.no_network:
+        unshare.append("-n")
+    wrapped = f"bash -c {shlex.quote(script)}"
+    return f"unshare {' '.join(unshare)} {wrapped}" if unshare else wrapped
+
+
+def run_case(case: FaultCase) -> Captured:
+    """Cause the failure; raises RuntimeError when the machine cannot (see missing_requirement)."""
+    why = missing_requirement(case)
+    if why:
+        raise RuntimeError(f"{case.id}: {why}")
+    scratch = Path(tempfile.mkdtemp(prefix=f"shop-r1-{case.name}-"))
+    group = procs = None
+    read_cgroup: Callable[[], dict[str, str]] = dict
+    try:
+        if case.memory_limit_mb is not None:
+            group, procs, read_cgroup = _cgroup(case.memory_limit_mb)
+        command = build_command(case, scratch, procs)
+        env = {k: v for k, v in os.environ.items() if not k.startswith(("HF_", "CUDA_"))}
+        env.update(
+            HF_HOME=str(scratch / "hf-home"),  # an empty cache: nothing downloaded earlier helps
+            PYTHONPATH=str(ROOT),
+            PYTHONUNBUFFERED="1",
+            TOKENIZERS_PARALLELISM="false",
+            **case.env,
+        )
+        # `python` in the command is this interpreter (its directory first on PATH).
+        env["PATH"] = f"{Path(sys.executable).parent}{os.pathsep}{env.get('PATH', '')}"
+        try:
+            proc = subprocess.run(
+                ["bash", "-c", command],
+                cwd=ROOT,
+                env=env,
+                stdout=subprocess.PIPE,
+                stderr=subprocess.STDOUT,
+                timeout=case.timeout,
+                check=False,
+            )
+            output, code = proc.stdout.decode("utf-8", "replace"), proc.returncode
+        except subprocess.TimeoutExpired as exc:
+            output = (exc.stdout or b"").decode("utf-8", "replace")
+            output += f"\n[timed out after {case.timeout:.0f} s]\n"
+            code = 124
+        evidence = read_cgroup()
+    finally:
+        if group is not None:
+            group.rmdir()
+        shutil.rmtree(scratch, ignore_errors=True)
+    # The scratch directory's random name would make every recording differ.
+    output = output.replace(str(scratch), "/tmp/shop-r1-fault")
+    command = command.replace(str(scratch), "/tmp/shop-r1-fault")
+    if group is not None:
+        command = command.replace(str(group), f"{group.parent}/shop-r1-fault")
+    return Captured(case, output, code, command, evidence)
+
+
+def metadata(captured: Captured) -> dict[str, Any]:
+    c = captured.case
+    return {
+        "schema": "shop-r1.fault-case/1",
+        "family": c.family,
+        "case": c.name,
+        "cause": c.cause,
+        "expected": list(c.expected),
+        "command": captured.command,
+        "exit_code": captured.exit_code,
+        "evidence": captured.evidence,
+        "versions": versions(),
+    }
+
+
+def drive(cases: dict[str, Callable[[Path], None]], argv: list[str]) -> None:
+    """`python -m tests.faults.<family> <case> <workdir>`: run one driver."""
+    if len(argv) != 3 or argv[1] not in cases:
+        sys.exit(f"usage: {argv[0]} {{{','.join(cases)}}} WORKDIR")
+    cases[argv[1]](Path(argv[2]))

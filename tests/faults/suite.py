@@ -1,0 +1,52 @@
+"""Every family's cases, and the recordings under tests/fixtures/faults/."""
+
+from __future__ import annotations
+
+import importlib
+import json
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from .case import FIXTURES, FaultCase
+
+FAMILIES = (
+    "disk_full",
+    "shm",
+    "host_memory",
+    "ports",
+    "optional_packages",
+    "hub",
+    "trainer_config",
+    "tokenizer",
+    "compiler",
+    "user_bugs",
+)
+
+
+def all_cases() -> list[FaultCase]:
+    cases: list[FaultCase] = []
+    for family in FAMILIES:
+        cases.extend(importlib.import_module(f"{__package__}.{family}").CASES)
+    return cases
+
+
+@dataclass(frozen=True)
+class Recording:
+    family: str
+    case: str
+    log: str  # exactly what the failure printed (stdout + stderr)
+    meta: dict[str, Any]  # command, exit code, versions, expected codes, cgroup evidence
+
+    @property
+    def expected(self) -> tuple[str, ...]:
+        return tuple(self.meta["expected"])
+
+
+def load_recordings(root: Path = FIXTURES) -> list[Recording]:
+    out = []
+    for meta_path in sorted(root.glob("*/*.json")):
+        meta = json.loads(meta_path.read_text(encoding="utf-8"))
+        log = meta_path.with_suffix(".log").read_text(encoding="utf-8")
+        out.append(Recording(meta["family"], meta["case"], log, meta))
+    return out
