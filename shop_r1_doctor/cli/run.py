@@ -96,7 +96,7 @@ def _outcome_json(command: list[str], result: Any, verdict: Any, *, failed: bool
         "command": shlex.join(command),
         "failed": failed,
         "verdict": verdict.sentence,
-        "exit_status": result.exit_code if failed else 0,
+        "exit_status": (result.exit_code or 1) if failed else 0,  # what `shop-r1 run` exits with
         "returncode": result.returncode if result.returncode >= 0 else None,
         "signal": result.signal,
         "seconds": round(result.seconds, 3),

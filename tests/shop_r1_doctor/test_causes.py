@@ -97,9 +97,9 @@ def test_report_json_is_the_versioned_diagnosis(tmp_path):
     snap.write_text(json.dumps(_hidden_gpus_snapshot()), encoding="utf-8")
     log = tmp_path / "run.log"
     log.write_text(NO_CUDA_LOG, encoding="utf-8")
+    args = ["--json", "--snapshot", str(snap), "--log", str(log), "--cmd", "python train.py"]
     proc = subprocess.run(
-        [sys.executable, "-m", "shop_r1_doctor.cli.main", "report", "--json"]
-        + ["--snapshot", str(snap), "--log", str(log), "--cmd", "python train.py"],
+        [sys.executable, "-m", "shop_r1_doctor.cli.main", "report", *args],
         capture_output=True,
         text=True,
         timeout=60,
