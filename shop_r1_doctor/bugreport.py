@@ -20,6 +20,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from shop_r1_doctor.causes import Diagnosis, rank_causes
 from shop_r1_doctor.facts import Facts
 from shop_r1_doctor.findings import Finding
 from shop_r1_doctor.logscan import (
@@ -74,10 +75,22 @@ class ReportInput:
     # False when the log may come from another machine (`report --log` without --cmd):
     # the snapshot then describes only the machine writing the report.
     log_from_this_machine: bool = True
+    # What `shop-r1 run` itself found (memory evidence, a run that ended at once).
+    run_findings: Sequence[Finding] = ()
 
     @property
     def machine_feeds_diagnosis(self) -> bool:
         return self.log_from_this_machine or not self.log_text.strip()
+
+    def causes(self) -> Diagnosis:
+        """The log, the run and (when it ran the log's command) the doctor, joined."""
+        return rank_causes(
+            self.log_text,
+            command=self.outcome.command,
+            run_findings=self.run_findings,
+            doctor_findings=() if self.doctor_error else self.findings,
+            machine_feeds=self.machine_feeds_diagnosis,
+        )
 
 
 def build_report(data: ReportInput, *, hosts: bool = False, home: str | None = None) -> str:
@@ -85,10 +98,12 @@ def build_report(data: ReportInput, *, hosts: bool = False, home: str | None = N
     log = data.log_text
     diagnosis = diagnose_log(log, context=data.outcome.command) if log else None
     matches = list(diagnosis.matches) if diagnosis else []
+    causes = data.causes()
     sections = [
         "# shop-r1 bug report",
-        _summary(data, matches),
-        _next_steps(data, matches),
+        _summary(data, matches, causes),
+        _next_steps(data, causes),
+        _causes(causes),
         _log_matches(matches, diagnosis),
         _findings(data),
         _environment(Facts(data.snapshot), data),
@@ -101,7 +116,7 @@ def build_report(data: ReportInput, *, hosts: bool = False, home: str | None = N
     return redact_text(body, home=home, hosts=hosts)
 
 
-def _summary(data: ReportInput, matches: list[RankedMatch]) -> str:
+def _summary(data: ReportInput, matches: list[RankedMatch], causes: Diagnosis) -> str:
     out = data.outcome
     what = f"`{_one_line(out.command)}`" if out.command else "The command"
     took = f" (it ran for {_duration(out.seconds)})" if out.seconds is not None else ""
@@ -131,22 +146,26 @@ def _summary(data: ReportInput, matches: list[RankedMatch]) -> str:
             f"The doctor found {_n(len(errors), 'error')} and {_n(len(warnings), 'warning')} "
             f"on this machine{profile}."
         )
-    if matches:
-        why = f" (the log shows {'; '.join(matches[0].why)})" if matches[0].why else ""
-        parts.append(f"Most likely cause: {matches[0].signature.title}{why}.")
-    elif errors and data.machine_feeds_diagnosis:
-        parts.append(f"Most likely cause: {errors[0].title}.")
+    lead = causes.lead
+    if lead is not None:
+        word = "Most likely cause" if lead.severity != "info" else "A hint"
+        sources = {e.source for e in lead.evidence}
+        why = [e.text for e in lead.evidence if e.source == "log" and e.line is None]
+        if {"log", "doctor"} <= sources:
+            shown = " (the log and this machine's doctor findings agree)"
+        elif why:
+            shown = f" (the log shows {'; '.join(why)})"
+        else:
+            shown = ""
+        parts.append(f"{word}: {lead.title}{shown}.")
     return "## Summary\n\n" + " ".join(parts)
 
 
-def _next_steps(data: ReportInput, matches: list[RankedMatch]) -> str:
+def _next_steps(data: ReportInput, causes: Diagnosis) -> str:
     steps: dict[str, str] = {}
-    for m in matches:
-        steps.setdefault(m.code, m.signature.try_)
-    if data.machine_feeds_diagnosis:
-        for f in data.findings:
-            if f.severity != "info" and f.fix:
-                steps.setdefault(f.code, f.fix)
+    for c in causes.causes:
+        if c.fix:
+            steps.setdefault(c.code, c.fix)
     if steps:
         lines = [f"{i}. `{code}`: {fix}" for i, (code, fix) in enumerate(steps.items(), 1)]
     elif not data.machine_feeds_diagnosis:
@@ -160,6 +179,27 @@ def _next_steps(data: ReportInput, matches: list[RankedMatch]) -> str:
             "2. Re-run with `shop-r1 run -- <command>` so the full log is captured.",
         ]
     return "## What to try next\n\n" + "\n".join(lines[:10])
+
+
+_SOURCE = {"log": "log", "doctor": "this machine", "run": "the run"}
+
+
+def _causes(causes: Diagnosis) -> str:
+    if not causes.causes:
+        return ""
+    lines = [
+        "Most likely first: the log, this machine's doctor findings and what `shop-r1 run` saw, "
+        "joined (a log line and the finding that explains it make one cause). "
+        "Machine-readable: `--json` (schema shop-r1.diagnosis/1).",
+        "",
+    ]
+    for i, c in enumerate(causes.causes, 1):
+        lines.append(f"{i}. [{_ICON.get(c.severity, '?')}] **{c.code}** ({c.severity}): {c.title}")
+        for e in c.evidence:
+            where = f" line {e.line}" if e.line is not None else ""
+            code = f" `{e.code}`" if e.code else ""
+            lines.append(f"   - {_SOURCE.get(e.source, e.source)}{where}{code}: `{_cell(e.text)}`")
+    return "## Diagnosis: causes\n\n" + "\n".join(lines)
 
 
 def _log_matches(matches: list[RankedMatch], diagnosis: LogDiagnosis | None) -> str:

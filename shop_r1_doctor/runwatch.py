@@ -24,6 +24,7 @@ from shop_r1_doctor.errors import ToolError
 from shop_r1_doctor.findings import Finding
 from shop_r1_doctor.isolate import signal_name
 from shop_r1_doctor.logscan import scan_log
+from shop_r1_doctor.memwatch import MemoryEvidence, MemoryWatch, memory_finding
 
 # Words that say "this is a training run": such a run cannot finish in seconds.
 _TRAINING = re.compile(
@@ -53,6 +54,7 @@ class RunResult:
     log_path: Path
     log_text: str  # head + tail of the output, timestamps removed
     interrupted: bool  # the user pressed Ctrl-C (or we were sent SIGINT/SIGTERM)
+    memory: MemoryEvidence | None = None  # cgroup counters and kernel log around the run
 
     @property
     def signal(self) -> str | None:
@@ -73,10 +75,14 @@ class Verdict:
 
 def judge(result: RunResult, min_seconds: float) -> Verdict:
     """Failure, death by signal, or a success too quick/quiet/odd to be real."""
+    # A shell or launcher exits 137 when its child was killed by SIGKILL.
+    killed = result.signal == "SIGKILL" or result.returncode == 137
+    memory = memory_finding(result.memory, killed, result.signal) if result.returncode else None
+    found = (memory,) if memory else ()
     if result.signal:
-        return Verdict(True, f"was killed by {result.signal}")
+        return Verdict(True, f"was killed by {result.signal}", found)
     if result.returncode != 0:
-        return Verdict(True, f"exited with code {result.returncode}")
+        return Verdict(True, f"exited with code {result.returncode}", found)
     if not result.log_text.strip():
         return Verdict(True, "exited 0 but printed nothing (suspicious)", (_quiet_finding(result),))
     silent = [m for m in scan_log(result.log_text) if m.signature.silent]
@@ -94,15 +100,11 @@ def judge(result: RunResult, min_seconds: float) -> Verdict:
 
 
 def _quiet_finding(result: RunResult) -> Finding:
+    # A hint, not a cause: nothing here shows which interpreter ran. A wrong one shows as
+    # `No module named ...` in the log (a signature) or as the doctor's own finding.
     return finding(
-        "WRONG_PYTHON_INTERPRETER",
-        f"the command 'succeeded' in {result.seconds:.1f} s without doing the work",
-        severity="error",
-        detail="A training command that exits 0 at once, often with an empty log, usually ran "
-        "under another Python (a store stub, the system python) or could not import its package.",
-        fix="run it with the environment's interpreter (`python -m ...` from the activated env); "
-        "compare `which python` with the shebang of torchrun/accelerate",
-        urls=("https://github.com/pytorch/pytorch/issues/92132",),
+        "RUN_ENDED_AT_ONCE",
+        f"the command 'succeeded' in {result.seconds:.1f} s, too soon to have done the work",
     )
 
 
@@ -123,6 +125,8 @@ def run_and_tee(argv: Sequence[str], run_dir: Path, *, out: BinaryIO | None = No
     # and the child starts with the dispositions a shell would give it (a caught signal is
     # reset to the default across exec; one ignored by whoever started us stays ignored).
     relay = _SignalRelay()
+    memory = MemoryWatch()
+    memory.start()
     with relay, log_file:
         try:
             proc = subprocess.Popen(
@@ -137,6 +141,7 @@ def run_and_tee(argv: Sequence[str], run_dir: Path, *, out: BinaryIO | None = No
                 f"cannot start {argv[0]!r}: {exc.strerror}; check the command"
             ) from None
         relay.attach(proc)
+        memory.child(proc.pid)
         keep = _HeadTail()
         stamper = _Stamper(log_file)
         assert proc.stdout is not None
@@ -147,6 +152,7 @@ def run_and_tee(argv: Sequence[str], run_dir: Path, *, out: BinaryIO | None = No
             keep.add(chunk)
         returncode = proc.wait()
     text = keep.text()
+    evidence = memory.finish() if returncode != 0 else None
     return RunResult(
         argv=tuple(argv),
         returncode=returncode,
@@ -154,6 +160,7 @@ def run_and_tee(argv: Sequence[str], run_dir: Path, *, out: BinaryIO | None = No
         log_path=run_dir / "output.log",
         log_text=text,
         interrupted=relay.interrupted,
+        memory=evidence,
     )
 
 

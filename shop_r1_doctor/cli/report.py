@@ -34,6 +34,9 @@ def report(
         None, "--snapshot", help="Use a saved snapshot (doctor --save) instead of probing."
     ),
     fast: bool = typer.Option(False, "--fast", help="Skip the probes that import torch."),
+    json_out: bool = typer.Option(
+        False, "--json", help="The diagnosis as JSON (schema shop-r1.diagnosis/1), not markdown."
+    ),
 ) -> None:
     """Write a markdown issue body: summary, findings, environment, log, traceback.
 
@@ -48,6 +51,13 @@ def report(
         # A log without the command that wrote it may come from anywhere (a pasted issue,
         # another node): this machine's findings must not explain it.
         data = replace(data, log_from_this_machine=False)
+    if json_out:
+        run = {"command": cmd or None, "failed": None, "log": str(log) if log else None}
+        doc = print_json(run, data, None, hosts=redact_hosts, to_stdout=output is None)
+        if output is not None:
+            write_report(output, doc)
+            typer.echo(f"Diagnosis written to {output} (secrets redacted).", err=True)
+        return
     text = build_report(data, hosts=redact_hosts)
     if output is None:
         typer.echo(text, nl=False)
@@ -88,6 +98,38 @@ def gather(
         log_text=log_text,
         outcome=outcome,
     )
+
+
+def print_json(
+    run: dict[str, Any],
+    data: ReportInput | list[Any],
+    report_path: Path | None,
+    *,
+    hosts: bool = False,
+    to_stdout: bool = True,
+) -> str:
+    """The `shop-r1.diagnosis/1` document (printed when `to_stdout`), as text."""
+    import json
+
+    from shop_r1_doctor.causes import Diagnosis, diagnosis_json
+
+    if isinstance(data, list):  # a run that succeeded: no report, no causes
+        doc = diagnosis_json(Diagnosis(()), outcome=run, doctor_findings=[], hosts=hosts)
+        doc["doctor"] = None
+    else:
+        doc = diagnosis_json(
+            data.causes(),
+            outcome=run,
+            doctor_findings=data.findings,
+            doctor_error=data.doctor_error,
+            log_from_this_machine=data.log_from_this_machine,
+            report_path=str(report_path) if report_path else None,
+            hosts=hosts,
+        )
+    text = json.dumps(doc, indent=2, ensure_ascii=False) + "\n"
+    if to_stdout:
+        typer.echo(text, nl=False)
+    return text
 
 
 def read_log(path: Path) -> str:

@@ -34,6 +34,7 @@ class Partial:
 
     def package(self, name: str, version: str | None, line: int) -> None:
         """Record an installed distribution (version None: installed, version unknown)."""
+        name = dist_name(name)
         packages = self.section("packages")
         packages[name] = better_package(
             packages.get(name, ...), {"version": version} if version else {}
@@ -42,8 +43,14 @@ class Partial:
 
     def absent(self, name: str, line: int) -> None:
         """The dump says this distribution is not installed."""
-        self.section("packages")[name] = None
+        self.section("packages")[dist_name(name)] = None
         self.lines.append(line)
+
+
+def dist_name(name: str) -> str:
+    """The snapshot's key for a distribution: PEP 503's normal form, as the live probe
+    writes it (`pip freeze` prints `flash_attn`, `PyYAML`; the checks ask `flash-attn`)."""
+    return re.sub(r"[-_.]+", "-", name).lower()
 
 
 class DumpError(ToolError):

@@ -8,6 +8,8 @@ from __future__ import annotations
 
 import re
 
+from packaging.version import InvalidVersion, Version
+
 from shop_r1_doctor.ingest._common import Line, Partial
 
 _NAME = r"[A-Za-z0-9][A-Za-z0-9._-]*"
@@ -27,6 +29,14 @@ HEADLESS_CONDA_ROWS = 3  # this many such rows in a paste make it a conda listin
 # version, aligned by two or more spaces.
 _PIP_ROW = re.compile(rf"^(?P<name>{_NAME})\s{{2,}}(?P<version>\d[^\s]*)$")
 HEADLESS_PIP_ROWS = 5
+# A filtered excerpt (`pip list | grep torch`) is short and its longest name is followed by
+# one space only: such rows are read where a block (lines between blank lines or markdown
+# fences, so a second fenced block of an issue is its own block) holds nothing else, with
+# two rows or more, or one row under the pip/conda command that printed it.
+_LOOSE_ROW = re.compile(rf"^(?P<name>{_NAME})\s+(?P<version>\d[^\s]*)$")
+_LIST_CMD = re.compile(
+    r"(?:^|[\s$#>`])(?:python3?(?:\.\d+)? -m )?(?:uv )?(?:pip3?|conda) (?:list|freeze)\b"
+)
 
 
 def parse(lines: list[Line], where: str) -> Partial | None:
@@ -36,10 +46,16 @@ def parse(lines: list[Line], where: str) -> Partial | None:
         mode = "conda"
     elif sum(bool(_PIP_ROW.match(ln.text.strip())) for ln in lines) >= HEADLESS_PIP_ROWS:
         mode = "pip-rows-headless"
+    loose = _row_blocks(lines)
     for line in lines:
         text = line.text.strip()
         if not text:
             mode = None if mode == "pip-rows" else mode
+            continue
+        if line.number in loose:
+            row = _LOOSE_ROW.match(text)
+            assert row is not None  # _row_blocks kept only such lines
+            out.package(row.group("name"), row.group("version"), line.number)
             continue
         if _PIP_HEADER.match(text):
             mode = "pip"
@@ -77,6 +93,39 @@ def parse(lines: list[Line], where: str) -> Partial | None:
         if mode == "pip-rows":
             mode = None  # the table ended: prose after it is not a package
     return out if out.lines else None
+
+
+def _row_blocks(lines: list[Line]) -> set[int]:
+    """Line numbers of `name version` rows standing in a block of their own."""
+    out: set[int] = set()
+    block: list[Line] = []
+    before = ""  # the last non-blank line ahead of the block (a command, "my pip list:")
+    for line in [*lines, Line(0, "")]:
+        if line.text.strip():
+            block.append(line)
+            continue
+        if block:
+            head = block[0].text.strip()
+            cmd = bool(_LIST_CMD.search(head))
+            rows = block[1:] if cmd else block
+            under_cmd = cmd or bool(_LIST_CMD.search(before))
+            alone = rows and all(_is_row(r.text.strip()) for r in rows)
+            if alone and (len(rows) >= 2 or under_cmd):
+                out.update(r.number for r in rows)
+            before = block[-1].text.strip()
+        block = []
+    return out
+
+
+def _is_row(text: str) -> bool:
+    row = _LOOSE_ROW.match(text)
+    if row is None:
+        return False
+    try:
+        Version(row.group("version"))
+    except InvalidVersion:
+        return False
+    return True
 
 
 def _conda(out: Partial, name: str, version: str, rest: str, line: Line) -> None:

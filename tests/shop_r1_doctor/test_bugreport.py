@@ -125,6 +125,7 @@ def test_report_sections_for_a_real_tiny_dataset_run():
     assert headings == [
         "## Summary",
         "## What to try next",
+        "## Diagnosis: causes",
         "## From the log: known failure modes",
         "## This machine: doctor findings",
         "## This machine: environment",

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import contextlib
+import json
 import os
 import signal
 import subprocess
@@ -44,8 +45,35 @@ def test_exit_0_with_empty_output_is_suspicious(tmp_path):
     assert proc.returncode == 1
     report = (run_dir / "report.md").read_text(encoding="utf-8")
     assert "exited 0 but printed nothing (suspicious)" in report
-    assert "WRONG_PYTHON_INTERPRETER" in report
     assert "The log is empty: the command printed nothing." in report
+
+
+def test_training_command_that_ends_at_once_is_a_hint_not_a_wrong_interpreter(tmp_path):
+    # The interpreter is this test's own: nothing shows another one, so no error is claimed.
+    script = tmp_path / "train_grpo.py"
+    script.write_text("print('done')\n", encoding="utf-8")
+    proc, run_dir = shop_r1_run(tmp_path, PY, str(script), extra=("--json",))
+    assert proc.returncode == 1
+    doc = json.loads(proc.stdout)
+    assert doc["schema"] == "shop-r1.diagnosis/1"
+    assert doc["run"]["exit_status"] == 1 and doc["run"]["failed"] is True
+    causes = {c["code"]: c["severity"] for c in doc["causes"]}
+    assert causes.get("RUN_ENDED_AT_ONCE") == "info"
+    assert "WRONG_PYTHON_INTERPRETER" not in causes
+    assert not [c for c in doc["causes"] if c["severity"] == "error"]
+    assert "done" in proc.stderr  # the command's own output moves to stderr under --json
+    assert json.loads((run_dir / "diagnosis.json").read_text(encoding="utf-8")) == doc
+
+
+def test_run_json_on_success_says_so(tmp_path):
+    proc, _ = shop_r1_run(tmp_path, PY, "-c", "print('ok')", extra=("--json",))
+    assert proc.returncode == 0
+    doc = json.loads(proc.stdout)
+    assert (doc["schema"], doc["run"]["failed"], doc["causes"]) == (
+        "shop-r1.diagnosis/1",
+        False,
+        [],
+    )
 
 
 @pytest.mark.parametrize(

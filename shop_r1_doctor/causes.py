@@ -1,0 +1,280 @@
+"""A failed run's causes, ranked, from everything known about it: the log, the doctor's
+findings on the machine that ran it, and what `shop-r1 run` saw (memory evidence, timing).
+
+Pure: the callers collect the log, the findings and the run's own findings. Joins are
+data: a log symptom (`knowledge/log_symptoms.yaml`) names the doctor codes that explain
+it (`explained_by`), and a log signature's code is explained by a doctor code whose
+codes.yaml entry lists it (`explains`). A joined cause leads, with both the log line and
+the finding as evidence. `Diagnosis.to_json()` is the `shop-r1.diagnosis/1` contract.
+"""
+
+from __future__ import annotations
+
+import functools
+import re
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from shop_r1_doctor.findings import SEVERITIES, Finding, Severity
+from shop_r1_doctor.logscan import diagnose_log, load_signatures, strip_prefixes
+from shop_r1_doctor.schema import Reader
+
+SYMPTOMS_PATH = Path(__file__).with_name("knowledge") / "log_symptoms.yaml"
+SYMPTOMS_SCHEMA = "shop-r1.log-symptoms/1"
+DIAGNOSIS_SCHEMA = "shop-r1.diagnosis/1"
+_SYMPTOM_KEYS = {
+    **dict.fromkeys(("id", "pattern", "title", "code", "severity", "source", "example"), True),
+    **dict.fromkeys(("explained_by", "rules_out"), False),
+}
+
+
+@dataclass(frozen=True)
+class Symptom:
+    id: str
+    pattern: re.Pattern[str]
+    title: str
+    code: str  # the reading when nothing explains it
+    severity: Severity
+    source: str
+    example: str
+    explained_by: tuple[str, ...] = ()
+    rules_out: tuple[str, ...] = ()
+
+
+def parse_symptoms(data: Any, file: str, lines: Any = None) -> tuple[Symptom, ...]:
+    """Validated symptoms: patterns compile and match their example, codes and ids exist."""
+    from shop_r1_doctor.knowledge import load_codes
+
+    r = Reader(file, lines, "fix the symptom (see the comment at the top of the file)")
+    if not isinstance(data, dict) or data.get("schema") != SYMPTOMS_SCHEMA:
+        raise r.fail("schema", f"expected {SYMPTOMS_SCHEMA!r}")
+    r.mapping(data, "", {"schema": True, "symptoms": True})
+    codes = load_codes()
+    signature_ids = {s.id for s in load_signatures()}
+    out: list[Symptom] = []
+    for where, entry in r.rows(data, "symptoms"):
+        r.mapping(entry, where, _SYMPTOM_KEYS)
+        try:
+            pattern = re.compile(r.text(entry, "pattern", where))
+        except re.error as exc:
+            raise r.fail(f"{where}.pattern", f"not a valid regex ({exc})") from None
+        if not pattern.search(r.text(entry, "example", where)):
+            raise r.fail(f"{where}.pattern", "does not match its own example; fix one of them")
+        lists = {
+            key: tuple(r.str_list(entry, key, where) if key in entry else ())
+            for key in ("explained_by", "rules_out")
+        }
+        for i, code in enumerate((r.text(entry, "code", where), *lists["explained_by"])):
+            if code not in codes:
+                key = "code" if i == 0 else f"explained_by[{i - 1}]"
+                raise r.fail(f"{where}.{key}", f"unknown code {code!r}; add it to codes.yaml")
+        for i, sid in enumerate(lists["rules_out"]):
+            if sid not in signature_ids:
+                raise r.fail(f"{where}.rules_out[{i}]", f"no log signature has id {sid!r}")
+        out.append(
+            Symptom(
+                id=r.text(entry, "id", where),
+                pattern=pattern,
+                title=r.text(entry, "title", where),
+                code=entry["code"],
+                severity=r.get(entry, "severity", where, allowed=SEVERITIES),
+                source=r.https(entry, "source", where),
+                example=entry["example"],
+                **lists,
+            )
+        )
+    return tuple(out)
+
+
+@functools.lru_cache(maxsize=1)
+def load_symptoms() -> tuple[Symptom, ...]:
+    r, data = Reader.read(SYMPTOMS_PATH, "log symptoms")
+    return parse_symptoms(data, str(SYMPTOMS_PATH), r.lines)
+
+
+@dataclass(frozen=True)
+class EvidenceLine:
+    source: str  # "log", "doctor" or "run"
+    text: str
+    line: int | None = None  # the log line number
+    code: str | None = None  # the doctor finding's code
+
+    def to_json(self) -> dict[str, Any]:
+        out: dict[str, Any] = {"source": self.source, "text": self.text}
+        if self.line is not None:
+            out["line"] = self.line
+        if self.code is not None:
+            out["code"] = self.code
+        return out
+
+
+@dataclass(frozen=True)
+class Cause:
+    code: str
+    severity: Severity
+    title: str
+    fix: str
+    evidence: tuple[EvidenceLine, ...]
+    urls: tuple[str, ...] = ()
+    also: tuple[str, ...] = ()  # other codes the same text can point to
+
+    def to_json(self, rank: int) -> dict[str, Any]:
+        return {
+            "rank": rank,
+            "code": self.code,
+            "severity": self.severity,
+            "title": self.title,
+            "fix": self.fix,
+            "evidence": [e.to_json() for e in self.evidence],
+            "urls": list(self.urls),
+            "also": list(self.also),
+        }
+
+
+@dataclass(frozen=True)
+class Diagnosis:
+    """The ranked causes of one run, most likely first."""
+
+    causes: tuple[Cause, ...]
+    machine_findings: tuple[Finding, ...] = field(default=())  # kept apart: another machine
+
+    @property
+    def lead(self) -> Cause | None:
+        return self.causes[0] if self.causes else None
+
+
+def rank_causes(
+    log_text: str,
+    *,
+    command: str = "",
+    run_findings: Sequence[Finding] = (),
+    doctor_findings: Sequence[Finding] = (),
+    machine_feeds: bool = True,
+) -> Diagnosis:
+    """Join the log, the doctor and the run into ranked causes.
+
+    Order: error before warning before info; within one severity, a cause with evidence
+    from two sources (log + doctor) first, then the run's own evidence, then the log,
+    then the doctor alone."""
+    from shop_r1_doctor.knowledge import load_codes
+
+    codes = load_codes()
+    doctor = [f for f in doctor_findings if f.explained_by is None] if machine_feeds else []
+    active = [f for f in doctor if f.severity in ("error", "warning")]
+    text = strip_prefixes(log_text) if log_text else ""
+    symptoms = [(s, m) for s in load_symptoms() if text and (m := s.pattern.search(text))]
+    ruled_out = {sid for s, _ in symptoms for sid in s.rules_out}
+    matches = list(diagnose_log(log_text, context=command).matches) if log_text else []
+    matches = [m for m in matches if m.signature.id not in ruled_out]
+
+    ranked: list[tuple[int, int, Cause]] = []  # (group, order, cause)
+    used: set[str] = set()  # doctor codes folded into a joined cause
+
+    def add(group: int, cause: Cause) -> None:
+        ranked.append((group, len(ranked), cause))
+
+    for s, m in symptoms:
+        line = _log_line(text, m.start())
+        explaining = next((f for f in active if f.code in s.explained_by), None)
+        if explaining is not None:
+            used.add(explaining.code)
+            add(0, _joined(explaining, s.title, line))
+        else:
+            own = codes[s.code]
+            add(2, Cause(s.code, s.severity, s.title, own.fix, (line,), (s.source, *own.urls)))
+    for rm in matches:
+        sig = rm.signature
+        line = EvidenceLine("log", rm.match.line, rm.match.line_no)
+        why = tuple(EvidenceLine("log", w) for w in rm.why)
+        explaining = next((f for f in active if sig.code in _explains(codes, f.code)), None)
+        if explaining is not None:
+            used.add(explaining.code)
+            add(0, _joined(explaining, sig.title, line))
+            continue
+        info = codes.get(sig.code)
+        severity: Severity = info.severity if info else "error"  # type: ignore[assignment]
+        add(
+            2, Cause(sig.code, severity, sig.title, sig.try_, (line, *why), (sig.source,), sig.also)
+        )
+    for f in run_findings:
+        detail = tuple(EvidenceLine("run", d.removeprefix("- ")) for d in _lines(f.detail))
+        add(1, Cause(f.code, f.severity, f.title, f.fix, detail, f.urls))
+    for f in doctor:
+        if f.code not in used and f.severity != "info":
+            add(3, Cause(f.code, f.severity, f.title, f.fix, (_doctor(f),), f.urls))
+    ranked.sort(key=lambda r: (SEVERITIES.index(r[2].severity), r[0], r[1]))
+    unique: dict[str, Cause] = {}
+    for _, _, cause in ranked:
+        unique.setdefault(cause.code, cause)
+    kept = () if machine_feeds else tuple(doctor_findings)
+    return Diagnosis(tuple(unique.values()), kept)
+
+
+def _explains(codes: Any, code: str) -> tuple[str, ...]:
+    info = codes.get(code)
+    return info.explains if info else ()
+
+
+def _joined(f: Finding, symptom: str, line: EvidenceLine) -> Cause:
+    # The log shows the failure, the doctor shows the setting behind it: two independent
+    # sources agree, so the joined cause is stated at error level.
+    return Cause(
+        f.code, "error", f"{f.title} (the log: {symptom})", f.fix, (line, _doctor(f)), f.urls
+    )
+
+
+def _doctor(f: Finding) -> EvidenceLine:
+    return EvidenceLine("doctor", f"{f.title}", code=f.code)
+
+
+def _log_line(text: str, pos: int) -> EvidenceLine:
+    start = text.rfind("\n", 0, pos) + 1
+    end = text.find("\n", pos)
+    line = text[start : end if end != -1 else len(text)].strip()[:300]
+    return EvidenceLine("log", line, text.count("\n", 0, pos) + 1)
+
+
+def _lines(detail: str) -> list[str]:
+    return [ln.strip() for ln in detail.splitlines() if ln.strip().startswith("- ")]
+
+
+def diagnosis_json(
+    diagnosis: Diagnosis,
+    *,
+    outcome: dict[str, Any],
+    doctor_findings: Sequence[Finding],
+    doctor_error: str = "",
+    log_from_this_machine: bool = True,
+    report_path: str | None = None,
+    hosts: bool = False,
+) -> dict[str, Any]:
+    """The `shop-r1.diagnosis/1` document, every string redacted as the report is."""
+    from shop_r1_doctor.redact import redact_text
+
+    doc = {
+        "schema": DIAGNOSIS_SCHEMA,
+        "run": outcome,
+        "log_from_this_machine": log_from_this_machine,
+        "causes": [c.to_json(i) for i, c in enumerate(diagnosis.causes, 1)],
+        "doctor": {
+            "error": doctor_error or None,
+            "findings": [f.to_json() for f in doctor_findings],
+        },
+        "report": report_path,
+    }
+    return _redact(doc, lambda s: redact_text(s, hosts=hosts))
+
+
+def _redact(node: Any, fn: Any) -> Any:
+    if isinstance(node, str):
+        return fn(node)
+    if isinstance(node, list):
+        return [_redact(v, fn) for v in node]
+    if isinstance(node, dict):
+        return {k: _redact(v, fn) for k, v in node.items()}
+    return node
+
+
+__all__ = ["DIAGNOSIS_SCHEMA", "Cause", "Diagnosis", "load_symptoms", "rank_causes"]

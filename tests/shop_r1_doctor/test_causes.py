@@ -1,0 +1,152 @@
+"""Ranked causes: a log symptom joined with the doctor finding that explains it, the
+node-to-node network failure, and the symptom knowledge's validation."""
+
+from __future__ import annotations
+
+import copy
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+import yaml
+from machines import machine_snapshot
+from repo_paths import FIXTURES
+
+from shop_r1_doctor.causes import SYMPTOMS_PATH, parse_symptoms, rank_causes
+from shop_r1_doctor.diagnose import diagnose
+from shop_r1_doctor.errors import ToolError
+
+LOGS = FIXTURES / "run_logs"
+NO_CUDA_LOG = (
+    "Traceback (most recent call last):\n"
+    '  File "train.py", line 9, in <module>\n'
+    "    model.to('cuda')\n"
+    "RuntimeError: No CUDA GPUs are available\n"
+)
+
+
+def _hidden_gpus_snapshot():
+    snap = copy.deepcopy(machine_snapshot("h100"))
+    snap.setdefault("env", {})["CUDA_VISIBLE_DEVICES"] = ""
+    return snap
+
+
+def test_log_symptom_and_doctor_finding_make_one_lead_cause():
+    findings = diagnose(_hidden_gpus_snapshot()).findings
+    assert "CUDA_VISIBLE_DEVICES_HIDES_GPUS" in {f.code for f in findings}
+    causes = rank_causes(NO_CUDA_LOG, command="python train.py", doctor_findings=findings)
+    lead = causes.lead
+    assert lead is not None
+    assert (lead.code, lead.severity) == ("CUDA_VISIBLE_DEVICES_HIDES_GPUS", "error")
+    assert [(e.source, e.line, e.code) for e in lead.evidence] == [
+        ("log", 4, None),
+        ("doctor", None, "CUDA_VISIBLE_DEVICES_HIDES_GPUS"),
+    ]
+    # one cause, not the finding twice or the symptom beside it
+    assert [c.code for c in causes.causes].count("CUDA_VISIBLE_DEVICES_HIDES_GPUS") == 1
+    assert "TORCH_CUDA_UNAVAILABLE" not in {c.code for c in causes.causes}
+
+
+def test_the_symptom_alone_is_not_an_error():
+    causes = rank_causes(NO_CUDA_LOG, doctor_findings=diagnose(machine_snapshot("h100")).findings)
+    by_code = {c.code: c for c in causes.causes}
+    assert by_code["TORCH_CUDA_UNAVAILABLE"].severity == "warning"
+
+
+def test_a_log_from_elsewhere_is_not_joined_with_this_machine():
+    findings = diagnose(_hidden_gpus_snapshot()).findings
+    causes = rank_causes(NO_CUDA_LOG, doctor_findings=findings, machine_feeds=False)
+    assert causes.lead is not None and causes.lead.code == "TORCH_CUDA_UNAVAILABLE"
+    assert "CUDA_VISIBLE_DEVICES_HIDES_GPUS" not in {c.code for c in causes.causes}
+
+
+@pytest.mark.parametrize("name", ["c10d-tcpstore-closed-port.log", "nccl-two-node-refused.log"])
+def test_unreachable_peer_is_a_network_failure_not_dev_shm(name):
+    causes = rank_causes((LOGS / name).read_text(encoding="utf-8"))
+    assert causes.lead is not None
+    assert (causes.lead.code, causes.lead.severity) == ("NODE_NETWORK_UNREACHABLE", "error")
+    assert "NCCL_DOCKER_SHM_TOO_SMALL" not in {c.code for c in causes.causes}
+    assert "MASTER_PORT" in causes.lead.fix and "NCCL_SOCKET_IFNAME" in causes.lead.fix
+
+
+def test_unreachable_rendezvous_caused_live(tmp_path):
+    """torch.distributed to a closed 127.0.0.1 port: what this torch prints, read now."""
+    pytest.importorskip("torch.distributed")
+    script = (LOGS / "c10d_closed_port.py").read_text(encoding="utf-8")
+    script = script.replace("29517", str(_closed_port())).replace("seconds=5", "seconds=2")
+    proc = subprocess.run(
+        [sys.executable, "-c", script], capture_output=True, text=True, timeout=120
+    )
+    assert proc.returncode != 0
+    causes = rank_causes(proc.stdout + proc.stderr)
+    assert causes.lead is not None and causes.lead.code == "NODE_NETWORK_UNREACHABLE"
+
+
+def _closed_port() -> int:
+    import socket
+
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])  # closed again when the block ends
+
+
+def test_report_json_is_the_versioned_diagnosis(tmp_path):
+    snap = tmp_path / "env.json"
+    snap.write_text(json.dumps(_hidden_gpus_snapshot()), encoding="utf-8")
+    log = tmp_path / "run.log"
+    log.write_text(NO_CUDA_LOG, encoding="utf-8")
+    args = ["--json", "--snapshot", str(snap), "--log", str(log), "--cmd", "python train.py"]
+    proc = subprocess.run(
+        [sys.executable, "-m", "shop_r1_doctor.cli.main", "report", *args],
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert proc.returncode == 0, proc.stderr
+    doc = json.loads(proc.stdout)
+    assert doc["schema"] == "shop-r1.diagnosis/1"
+    assert doc["run"]["command"] == "python train.py"
+    lead = doc["causes"][0]
+    assert (lead["rank"], lead["code"], lead["severity"]) == (
+        1,
+        "CUDA_VISIBLE_DEVICES_HIDES_GPUS",
+        "error",
+    )
+    assert {e["source"] for e in lead["evidence"]} == {"log", "doctor"}
+    assert lead["fix"]
+    assert any(f["code"] == "CUDA_VISIBLE_DEVICES_HIDES_GPUS" for f in doc["doctor"]["findings"])
+
+
+def _symptoms_doc() -> dict:
+    return yaml.safe_load(SYMPTOMS_PATH.read_text(encoding="utf-8"))
+
+
+@pytest.mark.parametrize(
+    ("field", "value", "message"),
+    [
+        ("example", "nothing like it", "does not match its own example"),
+        ("code", "NO_SUCH_CODE", "unknown code 'NO_SUCH_CODE'"),
+        ("explained_by", ["NO_SUCH_CODE"], "explained_by[0]: unknown code"),
+        ("rules_out", ["no-such-signature"], "no log signature has id"),
+        ("severity", "fatal", "expected one of error, warning, info"),
+        ("pattern", "(", "not a valid regex"),
+    ],
+)
+def test_bad_symptom_is_one_line_naming_the_field(field, value, message):
+    doc = _symptoms_doc()
+    doc["symptoms"][0][field] = value
+    with pytest.raises(ToolError) as err:
+        parse_symptoms(doc, "log_symptoms.yaml")
+    assert message in str(err.value)
+    named = "pattern" if field == "example" else field  # logscan's wording: fix one of them
+    assert f"symptoms[0].{named}" in str(err.value)
+
+
+def test_shipped_symptoms_load():
+    assert {s.id for s in parse_symptoms(_symptoms_doc(), str(SYMPTOMS_PATH))} >= {
+        "no-cuda-device",
+        "peer-unreachable",
+    }
+    assert Path(SYMPTOMS_PATH).is_file()
