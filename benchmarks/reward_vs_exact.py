@@ -325,7 +325,12 @@ def main() -> int:
     ap.add_argument("--limit", type=int, default=240, help="held-out steps (learning.py's)")
     ap.add_argument("--samples", type=int, default=64, help="continuations per step")
     ap.add_argument("--no-sweep", action="store_true", help="only the default configuration")
-    ap.add_argument("--json-out", help="write the tables (and default's per-step rows) here")
+    ap.add_argument("--json-out", help="write the tables here")
+    ap.add_argument(
+        "--per-step",
+        action="store_true",
+        help="and every step's counts and argmaxes (default config)",
+    )
     args = ap.parse_args()
     for name in ("sessions", "limit", "samples"):
         if getattr(args, name) < 1:
@@ -355,6 +360,7 @@ def main() -> int:
                 f"(drawn in {drawn:.0f} s)\n"
             )
             print_table("default GRPO reward (GRPORunConfig defaults)", summary)
+        if not overrides and args.per_step:
             out["per_step"] = [
                 {
                     "id": s.id,
@@ -399,7 +405,13 @@ def main() -> int:
                 )
     print(f"\n{time.perf_counter() - started:.0f} s in all")
     if args.json_out:
-        Path(args.json_out).write_text(json.dumps(out, indent=1) + "\n", encoding="utf-8")
+        # one line per step row: the file stays readable and diffable
+        rows = out.pop("per_step", None)
+        text = json.dumps(out, indent=1)
+        if rows is not None:
+            body = ",\n".join(json.dumps(r) for r in rows)
+            text = text[:-2] + f',\n "per_step": [\n{body}\n ]\n}}'
+        Path(args.json_out).write_text(text + "\n", encoding="utf-8")
     return 0
 
 
