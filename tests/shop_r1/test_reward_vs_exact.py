@@ -128,7 +128,7 @@ def test_real_held_out_steps_binary_agrees_everywhere_and_gold_clicks_are_on_the
     steps = rve.held_out_steps(120, 0, 0.1, 12, 8)
     assert len(steps) == 12
     for s in steps:
-        assert s.gold in s.counts or sum(s.counts.values()) == 8
+        assert sum(s.counts.values()) == 8  # every continuation reproduced the prompt
         for key in s.counts:
             if key[0] == "click":
                 assert key in s.extra, f"{s.id}: {key[1]} not found on the page"
@@ -138,3 +138,4 @@ def test_real_held_out_steps_binary_agrees_everywhere_and_gold_clicks_are_on_the
     table = rve.summarise(steps, results)["table"]
     assert table["all"]["n"] == 12 and table["all"]["lost"] == 0
     assert sum(row["n"] for kind, row in table.items() if kind != "all") == 12
+    assert len(table) >= 4  # home, results and product pages come up in 12 steps
