@@ -135,6 +135,8 @@ def _run(
     )
     if dry_run:
         raise typer.Exit()
+    import os
+
     from shop_r1.callbacks import render_summary
 
     # The resolved config goes next to the weights before training starts: `--config` takes
@@ -142,7 +144,11 @@ def _run(
     # from it so held-out prompts are built the way training built them.
     from shop_r1_doctor.api import write_text
 
-    write_text(Path(cfg.output_dir) / RUN_CONFIG, render_config(cfg, source))
+    # one writer per file: on several processes (and nodes sharing a file system) only the
+    # first process writes what belongs to the run
+    first = os.environ.get("RANK", "0") == "0"
+    if first:
+        write_text(Path(cfg.output_dir) / RUN_CONFIG, render_config(cfg, source))
 
     model, tokenizer = train_sft.load_model_and_tokenizer(cfg.model, prepared.plan)
     gpus = prepared.snapshot.get("gpus") or []
@@ -157,7 +163,24 @@ def _run(
         resume=resume,
         gpu_name=gpu_name,
     )
+    _write_node_summary(summary)
     console.print(f"saved to {cfg.output_dir}\n" + render_summary(summary))
+
+
+def _write_node_summary(summary: dict[str, Any]) -> None:
+    """This node's summary, for the launch script that judges each node by what it did:
+    `SHOP_R1_NODE_SUMMARY` names a per-node file, written by the node's first process (the
+    run's `summary.json` comes from the run's first process, on one node only)."""
+    import json
+    import os
+
+    path = os.environ.get("SHOP_R1_NODE_SUMMARY")
+    if not path or os.environ.get("LOCAL_RANK", "0") != "0":
+        return
+    from shop_r1_doctor.api import write_text
+
+    node = {"node_rank": os.environ.get("NODE_RANK") or os.environ.get("GROUP_RANK"), **summary}
+    write_text(Path(path), json.dumps(node, indent=2, default=str) + "\n")
 
 
 # report_to name -> module that must import (transformers' integrations need them)
