@@ -67,8 +67,11 @@ def _run(
     if print_config:
         typer.echo(render_config(cfg, source), nl=False)
         raise typer.Exit()
+    from shop_r1.commands._common import require_train_extra
     from shop_r1_doctor.errors import ToolError
 
+    # --dry-run too: the plan needs the model's tokenizer and TRL's config rules
+    require_train_extra(f"train {command}" + (" --dry-run" if dry_run else ""))
     if as_json and not dry_run:
         raise ToolError("--json: needs --dry-run (training itself prints a summary, not JSON)")
     for name in ("model", "data"):
@@ -124,8 +127,11 @@ def _run(
     from shop_r1 import train_grpo, train_sft
 
     module = train_sft if command == "sft" else train_grpo
+    checked, note = trl_check_plan(prepared.plan, snapshot is not None)
+    if note:
+        console.print(note)
     try:  # TRL's own validation of its config, before any model is loaded
-        module.trl_config(cfg, prepared.plan)  # type: ignore[arg-type]
+        module.trl_config(cfg, checked)  # type: ignore[arg-type]
     except (ValueError, TypeError) as exc:
         raise ToolError(
             f"TRL's {'SFTConfig' if command == 'sft' else 'GRPOConfig'} rejects this config: {exc}"
@@ -181,6 +187,29 @@ def _write_node_summary(summary: dict[str, Any]) -> None:
 
     node = {"node_rank": os.environ.get("NODE_RANK") or os.environ.get("GROUP_RANK"), **summary}
     write_text(Path(path), json.dumps(node, indent=2, default=str) + "\n")
+
+
+def trl_check_plan(plan: Any, planned_elsewhere: bool) -> tuple[Any, str]:
+    """The plan TRL's config is validated with here, and a note when it differs.
+
+    TRL's config checks the device it is built on ("Your setup doesn't support bf16/gpu"
+    on a CPU). A dry run with `--snapshot` of a GPU machine, on a machine without one, plans
+    for the snapshot's GPU: everything TRL checks is checked except device and precision,
+    which only the target can pass (its own preflight, `train --dry-run` there, checks them).
+    """
+    if not planned_elsewhere or plan.device != "cuda":
+        return plan, ""
+    import dataclasses
+
+    import torch
+
+    if torch.cuda.is_available():
+        return plan, ""
+    as_cpu = dataclasses.replace(plan, device="cpu", dtype="fp32")
+    return as_cpu, (
+        f"TRL's config checked without device and precision (cuda, {plan.dtype}): this "
+        "machine has no GPU; the target's own preflight checks them"
+    )
 
 
 # report_to name -> module that must import (transformers' integrations need them)
