@@ -29,6 +29,9 @@ def demo_command(
     downloaded. The tiny model learns the output format, not much more: see
     benchmarks/learning.py for a model that learns the task on a GPU.
     """
+    from shop_r1.commands._common import require_train_extra
+
+    require_train_extra("demo")  # before shop_r1.demo, which imports torch
     from shop_r1.demo import PipelineConfig, run_pipeline
     from shop_r1_doctor.errors import ToolError
 

@@ -60,6 +60,12 @@ def eval_command(
     device: str = typer.Option("auto", "--device", help="Local model: auto | cpu | cuda[:N]."),
 ) -> None:
     """Generate next-action predictions for held-out steps and score them like the paper."""
+    if model:
+        from shop_r1.commands._common import require_train_extra
+
+        require_train_extra(
+            "eval --model", "or score a served model with --endpoint URL --served-model NAME"
+        )
     from shop_r1.config import training_data_settings
     from shop_r1.eval import EvalOptions, run_eval
 

@@ -67,8 +67,11 @@ def _run(
     if print_config:
         typer.echo(render_config(cfg, source), nl=False)
         raise typer.Exit()
+    from shop_r1.commands._common import require_train_extra
     from shop_r1_doctor.errors import ToolError
 
+    # --dry-run too: the plan needs the model's tokenizer and TRL's config rules
+    require_train_extra(f"train {command}" + (" --dry-run" if dry_run else ""))
     if as_json and not dry_run:
         raise ToolError("--json: needs --dry-run (training itself prints a summary, not JSON)")
     for name in ("model", "data"):
@@ -124,8 +127,11 @@ def _run(
     from shop_r1 import train_grpo, train_sft
 
     module = train_sft if command == "sft" else train_grpo
+    checked, note = trl_check_plan(prepared.plan, snapshot is not None)
+    if note:
+        console.print(note)
     try:  # TRL's own validation of its config, before any model is loaded
-        module.trl_config(cfg, prepared.plan)  # type: ignore[arg-type]
+        module.trl_config(cfg, checked)  # type: ignore[arg-type]
     except (ValueError, TypeError) as exc:
         raise ToolError(
             f"TRL's {'SFTConfig' if command == 'sft' else 'GRPOConfig'} rejects this config: {exc}"
@@ -135,6 +141,8 @@ def _run(
     )
     if dry_run:
         raise typer.Exit()
+    import os
+
     from shop_r1.callbacks import render_summary
 
     # The resolved config goes next to the weights before training starts: `--config` takes
@@ -142,7 +150,11 @@ def _run(
     # from it so held-out prompts are built the way training built them.
     from shop_r1_doctor.api import write_text
 
-    write_text(Path(cfg.output_dir) / RUN_CONFIG, render_config(cfg, source))
+    # one writer per file: on several processes (and nodes sharing a file system) only the
+    # first process writes what belongs to the run
+    first = os.environ.get("RANK", "0") == "0"
+    if first:
+        write_text(Path(cfg.output_dir) / RUN_CONFIG, render_config(cfg, source))
 
     model, tokenizer = train_sft.load_model_and_tokenizer(cfg.model, prepared.plan)
     gpus = prepared.snapshot.get("gpus") or []
@@ -157,7 +169,47 @@ def _run(
         resume=resume,
         gpu_name=gpu_name,
     )
+    _write_node_summary(summary)
     console.print(f"saved to {cfg.output_dir}\n" + render_summary(summary))
+
+
+def _write_node_summary(summary: dict[str, Any]) -> None:
+    """This node's summary, for the launch script that judges each node by what it did:
+    `SHOP_R1_NODE_SUMMARY` names a per-node file, written by the node's first process (the
+    run's `summary.json` comes from the run's first process, on one node only)."""
+    import json
+    import os
+
+    path = os.environ.get("SHOP_R1_NODE_SUMMARY")
+    if not path or os.environ.get("LOCAL_RANK", "0") != "0":
+        return
+    from shop_r1_doctor.api import write_text
+
+    node = {"node_rank": os.environ.get("NODE_RANK") or os.environ.get("GROUP_RANK"), **summary}
+    write_text(Path(path), json.dumps(node, indent=2, default=str) + "\n")
+
+
+def trl_check_plan(plan: Any, planned_elsewhere: bool) -> tuple[Any, str]:
+    """The plan TRL's config is validated with here, and a note when it differs.
+
+    TRL's config checks the device it is built on ("Your setup doesn't support bf16/gpu"
+    on a CPU). A dry run with `--snapshot` of a GPU machine, on a machine without one, plans
+    for the snapshot's GPU: everything TRL checks is checked except device and precision,
+    which only the target can pass (its own preflight, `train --dry-run` there, checks them).
+    """
+    if not planned_elsewhere or plan.device != "cuda":
+        return plan, ""
+    import dataclasses
+
+    import torch
+
+    if torch.cuda.is_available():
+        return plan, ""
+    as_cpu = dataclasses.replace(plan, device="cpu", dtype="fp32")
+    return as_cpu, (
+        f"TRL's config checked without device and precision (cuda, {plan.dtype}): this "
+        "machine has no GPU; the target's own preflight checks them"
+    )
 
 
 # report_to name -> module that must import (transformers' integrations need them)

@@ -18,7 +18,12 @@ def register(app: typer.Typer) -> None:
 
 
 def build_image(
-    profile: str = typer.Option(..., "--profile", help="Profile name (shop-r1 profiles list)."),
+    profile: str = typer.Option(
+        ...,
+        "--profile",
+        help="Profile name (shop-r1 profiles list), GPU name or compute capability "
+        "('RTX PRO 6000', sm_120).",
+    ),
     output: Path = typer.Option(
         ..., "--output", "-o", help="Directory for the files and the build context."
     ),
@@ -35,12 +40,23 @@ def build_image(
         [], "--build-arg", help="KEY=VALUE for the build, e.g. TORCH_INDEX_URL=<mirror>."
     ),
     push: bool = typer.Option(False, "--push", help="Push the tag after building."),
+    snapshot: Path | None = typer.Option(
+        None,
+        "--snapshot",
+        help="The GPU machine the image is for (a `shop-r1 doctor --save` snapshot); "
+        "default: this machine's GPUs, if it has any.",
+    ),
 ) -> None:
     """Render a Dockerfile, its build context and docker-run.sh for a profile (and build it)."""
     from shop_r1_doctor import dockerfile
-    from shop_r1_doctor.profiles.model import get_profile
+    from shop_r1_doctor.profiles.lookup import resolve_profile
 
-    prof = get_profile(profile)
+    found = resolve_profile(profile)
+    prof = found.profile
+    if found.how:
+        typer.echo(f"profile {prof.name} ({found.how})")
+    for line in uncovered_gpus(prof, _machine_gpus(snapshot)):
+        typer.echo(f"warning: {line}", err=True)
     rendered = dockerfile.render(prof, with_, tag, base_image)
     target = output.resolve()
     for path in dockerfile.write(rendered, target):
@@ -57,6 +73,43 @@ def build_image(
     if build or push:
         base = base_image or prof.base_image
         _build(target, rendered.tag, base, command, push, network, args)
+
+
+def _machine_gpus(snapshot: Path | None) -> tuple[list[dict[str, Any]], str]:
+    """(GPUs, whose) of the snapshot, else of this machine (a fast probe: nvidia-smi)."""
+    from shop_r1_doctor.facts import Facts
+
+    if snapshot is not None:
+        from shop_r1_doctor.snapshot import load_snapshot
+
+        return Facts(load_snapshot(snapshot)).gpus, f"snapshot {snapshot}"
+    from shop_r1_doctor.probes.collect import collect_snapshot
+
+    return Facts(collect_snapshot(fast=True)).gpus, "this machine"
+
+
+def uncovered_gpus(prof: Any, machine: tuple[list[dict[str, Any]], str]) -> list[str]:
+    """One line per GPU model of the machine that the profile's image has no kernels for,
+    naming the profile that has them. A machine without GPUs (a build host) is no case."""
+    from shop_r1_doctor.profiles.match import gpu_matches
+    from shop_r1_doctor.profiles.model import load_profiles
+
+    gpus, whose = machine
+    profiles = load_profiles()
+    out = []
+    for name, cc in sorted({(str(g.get("name", "?")), g.get("compute_capability")) for g in gpus}):
+        gpu = {"name": name, "compute_capability": cc}
+        if gpu_matches(prof, gpu):
+            continue
+        fits = sorted(p.name for p in profiles.values() if gpu_matches(p, gpu))
+        arch = f"sm_{str(cc).replace('.', '')}" if cc else "unknown capability"
+        covers = ", ".join(f"sm_{a}{b}" for a, b in prof.match.compute_capabilities) or "no GPU"
+        instead = f"use --profile {' or '.join(fits)}" if fits else "no profile covers it"
+        out.append(
+            f"{whose} has {name} ({arch}), which profile {prof.name} ({covers}) builds no "
+            f"kernels for: {instead}"
+        )
+    return out
 
 
 def _build_args(pairs: list[str]) -> dict[str, str]:

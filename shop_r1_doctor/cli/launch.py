@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import dataclasses
+import os
 import shlex
 import sys
 from collections.abc import Callable
@@ -31,8 +33,14 @@ def launch(
         ..., "--output", "-o", help="Script to write (siblings go next to it)."
     ),
     auto: bool = typer.Option(False, "--auto", help="Profile, GPUs and vLLM from this machine."),
-    profile: str | None = typer.Option(None, "--profile", help="Profile name instead of --auto."),
-    gpus: int | None = typer.Option(None, "--gpus", help="GPUs per node (default: all / 1)."),
+    profile: str | None = typer.Option(
+        None,
+        "--profile",
+        help="Profile, GPU name or compute capability (hopper, H100, sm_120) instead of --auto.",
+    ),
+    gpus: int | None = typer.Option(
+        None, "--gpus", help="GPUs per node (default: the target's count, at run time)."
+    ),
     nodes: int = typer.Option(1, "--nodes", help="Machines (multi-node through accelerate)."),
     model: str | None = typer.Option(None, "--model", help="Model id or path."),
     data: str | None = typer.Option(None, "--data", help="Sessions file (else $DATA at run time)."),
@@ -52,6 +60,8 @@ def launch(
     """Write a launch script that carries the doctor's fixes (interpreter, GPU split, env, ports)."""
     from shop_r1_doctor.launch import LaunchRequest, plan_launch, render_launch
     from shop_r1_doctor.launch.plan import DEFAULT_MODEL, TASKS, layout_from_facts, target_machine
+    from shop_r1_doctor.profiles.lookup import resolve_profile
+    from shop_r1_doctor.profiles.match import pip_command
     from shop_r1_doctor.profiles.model import get_profile
 
     if task not in TASKS:
@@ -65,10 +75,10 @@ def launch(
     if output.is_dir():
         raise ToolError(f"-o {output}: is a directory; give the script's file name")
     run_config = _read_config(config, task) if config else {}
-    # The target's facts decide what runs (vLLM or transformers generation, NCCL env),
-    # with --profile too: the script's preflight is `train --dry-run` on that machine.
-    facts, target = _target_facts(snapshot)
+    resolved = ""
     if auto:
+        # this machine is the target: its facts fix the profile, GPU count and vLLM
+        facts, target = _target_facts(snapshot)
         prof_name, facts_gpus, vllm_ok, consumer = layout_from_facts(facts)
         prof = get_profile(prof_name)
         if gpus is not None and gpus > facts_gpus:
@@ -76,31 +86,50 @@ def launch(
                 f"--gpus {gpus}: {target} has {facts_gpus} GPU(s); pass at most that, "
                 "or --profile NAME to write a script for another machine"
             )
+        known: int | None = facts_gpus
+        vllm: bool | None = vllm_ok
     else:
         assert profile is not None
-        prof = get_profile(profile)
-        facts_gpus, vllm_ok, consumer = target_machine(facts)
-        # a GPU profile planned on a machine without GPUs (a login node): one GPU
-        facts_gpus = (facts_gpus or 1) if prof.cuda else 0
+        found = resolve_profile(profile)
+        prof, resolved = found.profile, found.how
+        if snapshot is not None:  # the target's recorded facts
+            facts, target = _target_facts(snapshot)
+            facts_gpus, vllm, consumer = target_machine(facts)
+            known = facts_gpus or None  # a snapshot without GPUs fixes no count
+        else:
+            # this machine (a login node, a laptop) is not the target: what only the
+            # target knows is decided there, at run time
+            facts, target, known, vllm, consumer = None, "", None, None, False
+    if prof.cuda is None:
+        known = 0
+    count = gpus if gpus is not None else known
+    gpus_source = "--gpus" if gpus is not None else (target if count else "")
     request = LaunchRequest(
         task=task,  # type: ignore[arg-type]
         profile=prof,
         python=sys.executable,
-        gpus=facts_gpus if gpus is None else gpus,
+        gpus=count,
         nodes=nodes,
         model=model or DEFAULT_MODEL,
         data=data,
         output_dir=output_dir,
         config=run_config,
         ray=ray,
-        vllm_available=vllm_ok,
+        vllm_available=vllm,
         consumer_gpus=consumer,
         target=target,
+        target_pip=pip_command(facts) if facts is not None else "python3 -m pip",
+        generated_in=generating_environment(),
+        gpus_source=gpus_source,
         command_line=shlex.join(["shop-r1", "launch", *sys.argv[2:]])
         if sys.argv[1:2] == ["launch"]
         else "shop-r1 launch",
     )
     plan = plan_launch(request)
+    if resolved:
+        plan = dataclasses.replace(
+            plan, decisions=(f"--profile {resolved}: profile {prof.name}", *plan.decisions)
+        )
     rendered = render_launch(plan, output.name)
     from shop_r1_doctor.atomic import write_text
     from shop_r1_doctor.cli.output import Output
@@ -121,6 +150,15 @@ def launch(
         typer.echo(f"run: bash {output}")
 
     Output(as_json).emit("shop-r1.launch/1", payload, human)
+
+
+def generating_environment() -> str:
+    """The environment this command runs in, for the script's header (not assumed there)."""
+    if os.environ.get("CONDA_PREFIX") and sys.prefix == os.environ["CONDA_PREFIX"]:
+        return f"conda env {os.environ.get('CONDA_DEFAULT_ENV') or sys.prefix}"
+    if sys.prefix != sys.base_prefix:
+        return f"virtualenv {sys.prefix}"
+    return "the system Python"
 
 
 def _target_facts(snapshot: Path | None) -> tuple[Any, str]:

@@ -47,15 +47,21 @@ def list_cmd(
 
 
 def show_cmd(
-    name: str = typer.Argument(..., help="Profile name, e.g. hopper."),
+    name: str = typer.Argument(
+        ..., help="Profile name, GPU name or compute capability: hopper, 'RTX PRO 6000', sm_120."
+    ),
     directory: Path | None = typer.Option(None, "--dir", help=DIR_HELP),
     as_json: bool = typer.Option(False, "--json", help="Machine-readable output."),
 ) -> None:
     """Show one profile in full, with the source of each fact."""
+    from shop_r1_doctor.profiles.lookup import resolve_profile
     from shop_r1_doctor.profiles.match import flash_attn_install_command
-    from shop_r1_doctor.profiles.model import get_profile
+    from shop_r1_doctor.profiles.model import load_profiles
 
-    p = get_profile(name, directory)
+    found = resolve_profile(name, load_profiles(directory))
+    p = found.profile
+    if found.how and not as_json:
+        typer.echo(f"({found.how}: profile {p.name})")
     if as_json:
         from shop_r1_doctor.cli.output import Output
 
@@ -67,6 +73,7 @@ def show_cmd(
         f"  file            {p.path}",
         f"  GPUs            compute capability {cc}",
         f"  name patterns   {', '.join(p.match.name_patterns) or '-'}",
+        *([f"  family of       {', '.join(p.members)} (one image for all)"] if p.members else []),
         f"  precision       {p.dtype}",
         f"  base image      {p.base_image}",
         f"  CUDA            {p.cuda.version if p.cuda else '-'}"
@@ -129,6 +136,7 @@ def profile_to_json(p: Any) -> dict[str, Any]:
     return {
         "name": p.name,
         "summary": p.summary,
+        "members": list(p.members),
         "match": {
             "compute_capabilities": [f"{a}.{b}" for a, b in p.match.compute_capabilities],
             "name_patterns": list(p.match.name_patterns),

@@ -26,23 +26,30 @@ SERVER_GPU_MEMORY_UTILIZATION = 0.9  # a dedicated vLLM server's default share o
 
 @dataclass(frozen=True)
 class LaunchRequest:
+    """What to launch, and what is known of the target. `None` means "the target decides
+    at run time": the GPU count (nvidia-smi there), vLLM (the preflight there)."""
+
     task: Task
     profile: Profile
-    python: str  # sys.executable of the generating process: never a bare `python`
-    gpus: int
+    # the generating interpreter: named in the script's header, never run on the target
+    python: str
+    gpus: int | None  # GPUs per node; None: the target's count at run time
     nodes: int = 1
     model: str = DEFAULT_MODEL
     data: str | None = None
     output_dir: str | None = None
     config: dict[str, Any] = field(default_factory=dict)  # the user's --config, already read
     ray: bool = False
-    vllm_available: bool = True  # on the target: from its facts (`target_machine`)
+    # on the target, from its facts (`target_machine`); None: unknown, the target decides
+    vllm_available: bool | None = None
     consumer_gpus: bool = False  # GeForce cards: P2P over PCIe hangs NCCL
-    target: str = ""  # whose facts these are ("this machine", "snapshot FILE"), for decisions
+    target: str = ""  # whose facts these are ("this machine", "snapshot FILE"); "": none
+    target_pip: str = "python3 -m pip"  # the target's pip, where its facts name it
+    generated_in: str = ""  # the generating environment, e.g. "venv /work/venv"
     command_line: str = ""
-    vllm_port: int = 8000
-    group_port: int = 51216
-    main_port: int = 29500
+    gpus_source: str = ""  # where a fixed GPU count came from ("--gpus", "snapshot FILE")
+    vllm_port: int = 8000  # `launch vllm-server`: a port users know (GRPO's own: free at run time)
+    main_port: int = 29500  # several nodes must agree on it (one node: free at run time)
 
 
 @dataclass(frozen=True)
@@ -50,9 +57,9 @@ class LaunchPlan:
     request: LaunchRequest
     generation: Generation
     server_gpus: tuple[int, ...]
-    train_gpus: tuple[int, ...]
-    processes_per_node: int
-    use_accelerate: bool
+    train_gpus: tuple[int, ...]  # empty with a run-time GPU count
+    processes_per_node: int | None  # None: the target's GPU count at run time
+    use_accelerate: bool  # an accelerate launch is possible (always, at a run-time count > 1)
     decisions: tuple[str, ...]
     env: dict[str, str]
     run_config: dict[str, Any]  # written next to the script, passed as --config
@@ -61,8 +68,25 @@ class LaunchPlan:
     doctor_plan: dict[str, Any]
 
     @property
-    def total_processes(self) -> int:
-        return self.processes_per_node * self.request.nodes
+    def total_processes(self) -> int | None:
+        per_node = self.processes_per_node
+        return None if per_node is None else per_node * self.request.nodes
+
+    @property
+    def gpus_at_run_time(self) -> bool:
+        return self.processes_per_node is None
+
+    @property
+    def fixed(self) -> tuple[str, ...]:
+        """What the script fixed at generation time, and from which source."""
+        r = self.request
+        source = f"the facts of {r.target}" if r.target else f"profile {r.profile.name}"
+        out = [f"environment, image stack and dtype: profile {r.profile.name}"]
+        if r.gpus is not None:
+            out.append(f"{r.gpus} GPU(s) per node: {r.gpus_source or '--gpus'}")
+        if r.task == "grpo":
+            out.append(f"generation layout ({self.generation}): {source}")
+        return tuple(out)
 
     @property
     def output_dir(self) -> str:
@@ -70,7 +94,7 @@ class LaunchPlan:
 
 
 def _doctor_plan(
-    req: LaunchRequest, generation: Generation, processes: int, run_config: dict[str, Any]
+    req: LaunchRequest, generation: Generation, processes: int | None, run_config: dict[str, Any]
 ) -> dict[str, Any]:
     """The RunPlan of what this launch fixes: layout, ports, model, data, output.
 
@@ -85,6 +109,7 @@ def _doctor_plan(
     # launch has no trainer to share a GPU with)
     server = generation == "vllm-server" and req.task == "grpo"
     train = req.task in ("sft", "grpo")
+    known = req.vllm_available is not None or req.task == "vllm-server"
     return RunPlan(
         task=req.task if train else None,
         model=req.model,
@@ -95,11 +120,19 @@ def _doctor_plan(
         attn_implementation=fixed.get("attn_implementation") if train else None,
         bf16=dtype == "bf16" if train and dtype else None,
         fp16=dtype == "fp16" if train and dtype else None,
-        use_vllm=generation != "transformers" if req.task in ("grpo", "vllm-server") else None,
-        vllm_mode="server" if server else "colocate" if generation == "vllm-colocate" else None,
+        # GRPO on a target whose vLLM is unknown: its preflight decides, the plan claims nothing
+        use_vllm=generation != "transformers"
+        if req.task in ("grpo", "vllm-server") and known
+        else None,
+        vllm_mode="server"
+        if server
+        else "colocate"
+        if generation == "vllm-colocate" and known
+        else None,
         vllm_server_host="127.0.0.1" if server else None,
-        vllm_server_port=req.vllm_port if server else None,
-        vllm_group_port=req.group_port if server else None,
+        # the ports are chosen free on the target at run time
+        vllm_server_port=None,
+        vllm_group_port=None,
         # the bare server's share of its GPUs (the script's VLLM_GPU_MEMORY_UTILIZATION)
         vllm_gpu_memory_utilization=SERVER_GPU_MEMORY_UTILIZATION
         if req.task == "vllm-server"
@@ -135,21 +168,38 @@ def layout_from_facts(facts: Facts) -> tuple[str, int, bool, bool]:
 
 def plan_launch(req: LaunchRequest) -> LaunchPlan:
     p = req.profile
-    if req.gpus < 0 or req.nodes < 1:
+    if (req.gpus is not None and req.gpus < 0) or req.nodes < 1:
         raise ToolError(f"--gpus {req.gpus} --nodes {req.nodes}: need gpus >= 0 and nodes >= 1")
     if req.gpus == 0 and p.cuda is not None:
         raise ToolError(f"--gpus 0 with GPU profile {p.name}: use --profile cpu or --gpus >= 1")
-    if req.gpus > 0 and p.cuda is None:
+    if req.gpus and p.cuda is None:
         raise ToolError(
             f"--gpus {req.gpus} with profile cpu: pick a GPU profile (shop-r1 profiles list)"
         )
-    vllm = req.vllm_available and p.vllm is not None
-    gpus = tuple(range(req.gpus))
+    if req.nodes > 1 and p.cuda is None and req.task in ("sft", "grpo"):
+        # a login node without GPUs matches `cpu`: one CPU process per node is never the
+        # multi-node run that was meant
+        raise ToolError(
+            f"--nodes {req.nodes} with profile cpu: several nodes train on GPUs; pass "
+            "--profile NAME (the nodes' GPUs, e.g. hopper or H100) or --snapshot of a node"
+        )
+    # the GPU count: --gpus, the target's facts, else the target's own count at run time
+    # (eval uses one GPU whatever the count)
+    count: int | None = req.gpus
+    if p.cuda is None:
+        count = 0
+    elif count is None and req.task == "eval":
+        count = 1
+    vllm = req.vllm_available is not False and p.vllm is not None
+    gpus = tuple(range(count or 0))
     decisions: list[str] = [f"profile {p.name}: {p.summary}"]
     if req.target:
+        have = {True: "installed", False: "not installed", None: "unknown"}[req.vllm_available]
+        decisions.append(f"planned on the facts of {req.target}: vLLM {have}")
+    if count is None:
         decisions.append(
-            f"planned on the facts of {req.target}: vLLM "
-            + ("installed" if req.vllm_available else "not installed")
+            "GPUs per node: the target's count at run time (nvidia-smi -L, or "
+            "CUDA_VISIBLE_DEVICES; TRAIN_GPUS overrides); pass --gpus N to fix it"
         )
     generation: Generation = "none"
     server: tuple[int, ...] = ()
@@ -165,23 +215,34 @@ def plan_launch(req: LaunchRequest) -> LaunchPlan:
                 else f"profile {p.name} has no vLLM"
             )
             decisions.append(
-                f"GRPO generation by transformers: {why} (vLLM: {grpo_vllm_speedup()})"
+                f"GRPO generation by transformers: {why} (vLLM: {grpo_vllm_speedup()}); "
+                "use_vllm: auto lets the target's preflight use vLLM if it has it by then"
             )
-        elif req.gpus <= 1 or req.nodes > 1:
+        elif count is None or count <= 1 or req.nodes > 1 or req.vllm_available is None:
             generation = "vllm-colocate"
-            why = (
-                "one GPU: vLLM shares it with the trainer (a server on the same GPU fails NCCL "
-                "with 'Duplicate GPU detected')"
-                if req.nodes == 1
-                else "several nodes: each process colocates vLLM (no cross-node weight sync "
-                "through a loopback server)"
+            if count is not None and count <= 1 and req.nodes == 1:
+                why = (
+                    "one GPU: vLLM shares it with the trainer (a server on the same GPU fails "
+                    "NCCL with 'Duplicate GPU detected')"
+                )
+            elif req.nodes > 1:
+                why = (
+                    "several nodes: each process colocates vLLM (no cross-node weight sync "
+                    "through a loopback server)"
+                )
+            elif count is None:
+                why = "a dedicated server GPU needs a fixed count (--gpus N)"
+            else:
+                why = "vLLM on the target is not known (a server GPU needs --snapshot of it)"
+            decisions.append(
+                f"GRPO generation by vLLM colocated, if the target has it ({why}); "
+                "use_vllm: auto, decided by the preflight on the target"
             )
-            decisions.append(f"GRPO generation by vLLM colocated: {why}")
         else:
             generation = "vllm-server"
             server, train = gpus[:1], gpus[1:]
             decisions.append(
-                f"GRPO on {req.gpus} GPUs: `trl vllm-serve` on GPU {server[0]}, trainer on GPU(s) "
+                f"GRPO on {count} GPUs: `trl vllm-serve` on GPU {server[0]}, trainer on GPU(s) "
                 f"{','.join(map(str, train))} (disjoint CUDA_VISIBLE_DEVICES), client at 127.0.0.1"
             )
     elif req.task == "vllm-server":
@@ -194,41 +255,50 @@ def plan_launch(req: LaunchRequest) -> LaunchPlan:
             on = req.target or "the target"
             raise ToolError(
                 f"launch vllm-server: vLLM is not available (not installed on {on}); "
-                f"install it there: {req.python} -m pip install vllm=={p.vllm}"
+                f"install it there: {req.target_pip} install vllm=={p.vllm}"
             )
         generation = "vllm-server"
         server, train = gpus, ()
-        decisions.append(f"vLLM server on GPU(s) {','.join(map(str, gpus))} (data parallel)")
+        where = ",".join(map(str, gpus)) if count is not None else "every GPU of the target"
+        decisions.append(f"vLLM server on GPU(s) {where} (data parallel)")
 
-    per_node = max(len(train), 1) if req.task in ("sft", "grpo") else 1
-    use_accelerate = req.task in ("sft", "grpo") and (per_node > 1 or req.nodes > 1)
-    if use_accelerate:
+    training = req.task in ("sft", "grpo")
+    per_node: int | None = (max(len(train), 1) if count is not None else None) if training else 1
+    if training and per_node is None:
+        use_accelerate = p.cuda is not None
         decisions.append(
-            f"accelerate launch with FSDP: {per_node} process(es) x {req.nodes} node(s)"
+            f"accelerate launch with FSDP when the target has 2+ GPUs or nodes: one process "
+            f"per GPU x {req.nodes} node(s)"
         )
+    else:
+        use_accelerate = training and ((per_node or 1) > 1 or req.nodes > 1)
+        if use_accelerate:
+            decisions.append(
+                f"accelerate launch with FSDP: {per_node} process(es) x {req.nodes} node(s)"
+            )
 
     env = dict(p.env)
-    if req.consumer_gpus and (len(train) > 1 or req.nodes > 1):
+    several = len(train) > 1 or req.nodes > 1 or per_node is None
+    if req.consumer_gpus and several:
         env.update(p.env_consumer_multi_gpu)
         if p.env_consumer_multi_gpu:
             decisions.append("GeForce GPUs: NCCL P2P/IB off (all_reduce hangs on consumer P2P)")
 
     run_config: dict[str, Any] = dict(req.config)
-    if req.task in ("sft", "grpo"):
+    if training and per_node is not None:
         run_config["num_processes"] = per_node * req.nodes
     if req.task == "grpo":
-        run_config["use_vllm"] = "off" if generation == "transformers" else "on"
+        # the target's preflight resolves auto (installed and healthy there), never the
+        # generating machine: a login node without vLLM must not turn it off on the GPU node
+        run_config.setdefault("use_vllm", "auto")
         if generation == "vllm-colocate":
             run_config["vllm_mode"] = "colocate"
         elif generation == "vllm-server":
-            run_config.update(
-                vllm_mode="server",
-                vllm_server_host="127.0.0.1",
-                vllm_server_port=req.vllm_port,
-                vllm_group_port=req.group_port,
-            )
+            # ports: chosen free on the target at run time, passed to train as --set
+            run_config.update(vllm_mode="server", vllm_server_host="127.0.0.1")
 
-    doctor_plan = _doctor_plan(req, generation, per_node * req.nodes, run_config)
+    total = per_node * req.nodes if per_node is not None else None
+    doctor_plan = _doctor_plan(req, generation, total, run_config)
     return LaunchPlan(
         request=req,
         generation=generation,

@@ -361,7 +361,10 @@ def overlaps(profiles: dict[str, Profile]) -> list[Problem]:
     found: dict[tuple[str, ...], str] = {}
     for name, cc in sample_gpus(profiles):
         gpu: dict[str, object] = {"name": name, "compute_capability": cc_text(cc) if cc else None}
-        both = tuple(sorted(p for p in profiles if gpu_matches(profiles[p], gpu)))
+        matched = {p for p in profiles if gpu_matches(profiles[p], gpu)}
+        # a family overlaps its members by design (`families` checks it covers just them)
+        matched -= {p for p in matched if set(profiles[p].members) & matched}
+        both = tuple(sorted(matched))
         if len(both) < 2:
             continue
         priorities = [profiles[p].match.priority for p in both]
@@ -379,7 +382,54 @@ def overlaps(profiles: dict[str, Profile]) -> list[Problem]:
     ]
 
 
+def families(profiles: dict[str, Profile]) -> list[Problem]:
+    """A family (`members: [...]`) builds one image for its members: it matches exactly the
+    capabilities they match together, and its flash-attn build covers every one of them."""
+    out = []
+    for name in sorted(profiles):
+        fam = profiles[name]
+        if not fam.is_family:
+            continue
+
+        def problem(field: str, message: str, fam: Profile = fam) -> Problem:
+            return Problem(fam.name, fam.where(field), field, message)
+
+        missing = [m for m in fam.members if m not in profiles]
+        nested = [m for m in fam.members if m in profiles and profiles[m].is_family]
+        if missing or nested:
+            what = f"no such profile {', '.join(missing)}" if missing else ""
+            what += ("; " if what else "") + (f"{', '.join(nested)} is a family" if nested else "")
+            out.append(problem("members", f"{what}; members are profiles of one GPU class"))
+            continue
+        union = {cc for m in fam.members for cc in profiles[m].match.compute_capabilities}
+        own = set(fam.match.compute_capabilities)
+        if own != union:
+            extra = ", ".join(cc_text(c) for c in sorted(own - union)) or "none"
+            lost = ", ".join(cc_text(c) for c in sorted(union - own)) or "none"
+            out.append(
+                problem(
+                    "match.compute_capabilities",
+                    f"a family matches exactly its members' capabilities; not in a member: "
+                    f"{extra}; a member's, missing here: {lost}",
+                )
+            )
+        built = fam.flash_attn.arch_ccs()
+        if fam.flash_attn.mode == "source" and built:
+            for cc in sorted(union):
+                if not Archs(built).runs_on(cc):
+                    out.append(
+                        problem(
+                            "flash_attn.cuda_archs",
+                            f"{fam.flash_attn.cuda_archs} builds no kernels for sm_{cc[0]}{cc[1]} "
+                            "of a member",
+                        )
+                    )
+    return out
+
+
 def check_profiles(profiles: dict[str, Profile], compat: Compat) -> list[Problem]:
-    return [
-        problem for name in sorted(profiles) for problem in check_profile(profiles[name], compat)
-    ] + overlaps(profiles)
+    return (
+        [problem for name in sorted(profiles) for problem in check_profile(profiles[name], compat)]
+        + overlaps(profiles)
+        + families(profiles)
+    )

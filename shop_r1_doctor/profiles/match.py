@@ -41,16 +41,18 @@ def best_profile(facts: Facts, profiles: dict[str, Profile]) -> tuple[Profile, s
     if not gpus:
         cpu = profiles.get("cpu")
         return (cpu, "no NVIDIA GPU") if cpu else None
-    # most GPUs matched, then the explicit priority (`profiles check` rejects overlaps
-    # without one); the name only keeps the order deterministic
+    # most GPUs matched, then a member before its family (the smaller image; a family wins
+    # only where it matches more GPUs, a machine mixing its members), then the explicit
+    # priority (`profiles check` rejects overlaps without one); the name only keeps the
+    # order deterministic
     scored = [
-        (sum(gpu_matches(p, gpu) for gpu in gpus), p.match.priority or 0, p)
+        (sum(gpu_matches(p, gpu) for gpu in gpus), not p.is_family, p.match.priority or 0, p)
         for p in sorted(profiles.values(), key=lambda p: p.name)
     ]
     scored = [s for s in scored if s[0]]
     if not scored:
         return None
-    count, _, profile = max(scored, key=lambda s: (s[0], s[1]))
+    count, _, _, profile = max(scored, key=lambda s: s[:3])
     names = sorted({str(g.get("name", "?")) for g in gpus if gpu_matches(profile, g)})
     ccs = sorted({str(g.get("compute_capability")) for g in gpus if gpu_matches(profile, g)})
     arch = "/".join(f"sm_{c.replace('.', '')}" for c in ccs if c != "None") or "GPU"

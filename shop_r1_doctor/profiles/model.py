@@ -135,7 +135,14 @@ class Profile:
     env_consumer_multi_gpu: dict[str, str]
     notes: dict[str, str]
     sources: dict[str, str]
+    # A family profile (`blackwell`) names the narrower profiles it builds one image for;
+    # matching prefers a member (the smaller image), `profiles check` keeps them in step.
+    members: tuple[str, ...] = ()
     lines: Mapping[str, int] = field(default_factory=dict, compare=False, repr=False)
+
+    @property
+    def is_family(self) -> bool:
+        return bool(self.members)
 
     @property
     def dtype(self) -> str:
@@ -168,7 +175,7 @@ _REQUIRED = [
     "notes",
     "sources",
 ]
-_OPTIONAL = ("extras", "env", "env_consumer_multi_gpu")
+_OPTIONAL = ("extras", "env", "env_consumer_multi_gpu", "members")
 _TOP_KEYS = {**dict.fromkeys(_REQUIRED, True), **dict.fromkeys(_OPTIONAL, False)}
 
 
@@ -286,6 +293,7 @@ def parse_profile(data: Any, path: Path, lines: Mapping[str, int] | None = None)
         ),
         notes=notes,
         sources=r.str_map(top["sources"], "sources"),
+        members=tuple(r.str_list(top, "members", "")) if top.get("members") is not None else (),
         lines=lines or {},
     )
 

@@ -40,21 +40,33 @@ def _launch(tmp_path: Path, gpus: int) -> Path:
 @pytest.mark.parametrize("gpus", [2, 4])
 def test_generated_launch_config_loads_through_train_grpo(tmp_path, gpus):
     config = _launch(tmp_path, gpus)
-    printed = CliRunner().invoke(app, ["train", "grpo", "--config", str(config), "--print-config"])
+    # the ports are picked free on the target at run time and passed as --set, as the
+    # script does (`--set vllm_server_port="$VLLM_PORT" --set vllm_group_port="$GROUP_PORT"`)
+    script = (tmp_path / "run.sh").read_text()
+    assert '--set vllm_server_port="$VLLM_PORT" --set vllm_group_port="$GROUP_PORT"' in script
+    ports = ["--set", "vllm_server_port=40001", "--set", "vllm_group_port=40002"]
+    printed = CliRunner().invoke(
+        app, ["train", "grpo", "--config", str(config), *ports, "--print-config"]
+    )
     assert printed.exit_code == 0, printed.output
     lines = {line.split(":", 1)[0]: line for line in printed.output.splitlines()}
     for key, value in [
         ("vllm_mode", "server"),
         ("vllm_server_host", "127.0.0.1"),
-        ("vllm_server_port", "8000"),
-        ("vllm_group_port", "51216"),
+        ("use_vllm", "auto"),
         ("num_processes", str(gpus - 1)),  # one GPU serves vLLM
     ]:
         assert lines[key].startswith(f"{key}: {value}  # [{config}]"), lines[key]
+    assert lines["vllm_server_port"].startswith("vllm_server_port: 40001  # [flag]")
+    assert lines["vllm_group_port"].startswith("vllm_group_port: 40002  # [flag]")
     # what --print-config prints loads back as the same config
     again = tmp_path / "printed.yaml"
     again.write_text(printed.output)
-    assert load_config("grpo", yaml_path=again)[0] == load_config("grpo", yaml_path=config)[0]
+    flags = {"vllm_server_port": 40001, "vllm_group_port": 40002}
+    assert (
+        load_config("grpo", yaml_path=again)[0]
+        == load_config("grpo", yaml_path=config, flags=flags)[0]
+    )
 
 
 def test_server_address_reaches_trl_grpo_config(tmp_path):

@@ -285,3 +285,42 @@ def test_build_image_renders_from_an_installed_wheel(tmp_path):
     assert (context / "pyproject.toml").read_text() == (ROOT / "pyproject.toml").read_text()
     assert (context / "shop_r1_doctor" / "profiles_data" / "hopper.yaml").is_file()
     assert not list(context.rglob("__pycache__"))
+
+
+def _build_image(tmp_path, *args):
+    return subprocess.run(
+        [sys.executable, "-m", "shop_r1.cli", "build-image", "-o", str(tmp_path / "out"), *args],
+        capture_output=True,
+        text=True,
+    )
+
+
+def test_build_image_warns_when_the_machine_gpu_is_not_covered(tmp_path):
+    """The seed incident's machine (RTX PRO 6000, sm_120) with the data-center profile: the
+    image would have no kernels for it. A GPU name as --profile picks the right one."""
+    from machines import machine_snapshot
+
+    snap = machine_snapshot("h100")
+    snap["gpus"][0].update(name="NVIDIA RTX PRO 6000 Blackwell Workstation Edition")
+    snap["gpus"][0].update(compute_capability="12.0")
+    path = tmp_path / "rtxpro.json"
+    path.write_text(json.dumps(snap))
+    proc = _build_image(tmp_path, "--profile", "blackwell-dc", "--snapshot", str(path))
+    assert proc.returncode == 0, proc.stderr
+    (warning,) = [line for line in proc.stderr.splitlines() if line.startswith("warning:")]
+    assert "(sm_120)" in warning and "blackwell-dc" in warning
+    assert "--profile blackwell or blackwell-rtx" in warning
+    for profile in ("RTX PRO 6000", "blackwell", "sm_120"):
+        proc = _build_image(tmp_path, "--profile", profile, "--snapshot", str(path))
+        assert proc.returncode == 0 and "warning:" not in proc.stderr, (profile, proc.stderr)
+    text = (tmp_path / "out" / "Dockerfile").read_text()  # the last one: sm_120 -> blackwell-rtx
+    assert "FLASH_ATTN_CUDA_ARCHS=120 " in text
+    # the family builds for both classes
+    _build_image(tmp_path, "--profile", "blackwell", "--snapshot", str(path))
+    assert "FLASH_ATTN_CUDA_ARCHS='100;120'" in (tmp_path / "out" / "Dockerfile").read_text()
+
+
+def test_build_image_unknown_profile_is_one_line_with_a_did_you_mean(tmp_path):
+    proc = _build_image(tmp_path, "--profile", "blackwel")
+    assert proc.returncode == 2 and proc.stderr.count("\n") == 1
+    assert "did you mean 'blackwell'" in proc.stderr

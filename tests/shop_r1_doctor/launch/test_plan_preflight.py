@@ -129,7 +129,7 @@ def test_launch_preflight_passes_where_train_runs(
         assert set(doctor) <= machine_errors
         return
     # the script's preflight is the run's own `train`, with the run's own arguments
-    args = train_args(sibling_names("run.sh"))
+    args = train_args(sibling_names("run.sh"), plan)
     assert f"train {task} {args} --dry-run" in files["run.sh"]
     assert f"train {task} {args} \\" in files["run.sh"]
     prepared = _train(tmp_path, task, snapshot)
@@ -142,8 +142,9 @@ def test_launch_preflight_passes_where_train_runs(
     assert set(doctor) <= set(train), (doctor, train)
     # a layout planned on this machine's own facts runs here
     assert set(train) - machine_errors == set() and set(doctor) <= machine_errors
-    if task == "grpo" and not vllm:
-        assert plan.run_config["use_vllm"] == "off" and plan.generation == "transformers"
+    if task == "grpo":  # resolved by the preflight on the target, whatever generated it
+        assert plan.run_config["use_vllm"] == "auto"
+        assert (plan.generation == "transformers") is (not vllm)
 
 
 def test_hopper_profile_on_h100_without_flash_attn_runs_sdpa(tmp_path):
@@ -172,9 +173,9 @@ def test_a_fixed_attention_is_planned_and_stops_both_alike(tmp_path):
 # `shop-r1 launch --profile NAME --snapshot FILE`: the named profile, the recorded facts
 # (H100 with no vLLM); (argv tail, the run config's use_vllm or the one-line refusal)
 CLI_CASES = [
-    (["grpo", "--profile", "hopper", "--gpus", "2"], "off"),
-    (["grpo", "--profile", "hopper"], "off"),
-    (["grpo", "--auto"], "off"),
+    (["grpo", "--profile", "hopper", "--gpus", "2"], "auto"),
+    (["grpo", "--profile", "hopper"], "auto"),
+    (["grpo", "--auto"], "auto"),
     (
         ["vllm-server", "--profile", "hopper"],
         "launch vllm-server: vLLM is not available (not installed on snapshot {snap}); "
@@ -197,7 +198,10 @@ def test_launch_profile_plans_on_the_target_facts(tmp_path, argv, want):
     result = CliRunner().invoke(app, ["launch", *argv, "--snapshot", str(snap), "-o", str(script)])
     if argv[0] == "vllm-server":
         vllm = get_profile("hopper").vllm
-        expected = want.format(snap=snap, python=sys.executable, vllm=vllm)
+        # the target's own interpreter (from its snapshot), not this machine's
+        target_python = _snapshot("h100")["host"]["python"]["executable"]
+        assert target_python != sys.executable
+        expected = want.format(snap=snap, python=target_python, vllm=vllm)
         assert error_line(result) == f"shop-r1: error: {expected}"
         assert not script.exists()
         return

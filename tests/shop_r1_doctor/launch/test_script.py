@@ -26,8 +26,15 @@ FAKE_PY = "/opt/venv/bin/python3"
 
 
 def request(task="grpo", profile="hopper", gpus=1, **kw) -> LaunchRequest:
+    """As `shop-r1 launch --snapshot` plans it: on the facts of a target with vLLM."""
     kw.setdefault("data", "data/sessions.jsonl")
-    kw.setdefault("command_line", f"shop-r1 launch {task} --profile {profile} --gpus {gpus}")
+    kw.setdefault("target", "snapshot h200x2.json")
+    kw.setdefault("vllm_available", True)
+    kw.setdefault("generated_in", "virtualenv /opt/venv")
+    kw.setdefault(
+        "command_line",
+        f"shop-r1 launch {task} --profile {profile} --gpus {gpus} --snapshot h200x2.json",
+    )
     return LaunchRequest(task=task, profile=get_profile(profile), python=FAKE_PY, gpus=gpus, **kw)
 
 
@@ -49,7 +56,7 @@ def test_launch_grpo_golden(gpus, name, golden):
 def test_launch_grpo_split_and_config():
     one = plan_launch(request(gpus=1))
     assert one.generation == "vllm-colocate" and one.server_gpus == () and one.train_gpus == (0,)
-    assert one.run_config == {"num_processes": 1, "use_vllm": "on", "vllm_mode": "colocate"}
+    assert one.run_config == {"num_processes": 1, "use_vllm": "auto", "vllm_mode": "colocate"}
     four = plan_launch(request(gpus=4))
     assert four.generation == "vllm-server"
     assert set(four.server_gpus).isdisjoint(four.train_gpus) and four.train_gpus == (1, 2, 3)
@@ -58,7 +65,7 @@ def test_launch_grpo_split_and_config():
     assert four.doctor_plan["vllm_server_host"] == "127.0.0.1"
     no_vllm = plan_launch(request(gpus=2, vllm_available=False))
     assert no_vllm.generation == "transformers" and no_vllm.train_gpus == (0, 1)
-    assert no_vllm.run_config["use_vllm"] == "off"
+    assert no_vllm.run_config["use_vllm"] == "auto"  # the target's preflight decides
     nodes = plan_launch(request(gpus=8, nodes=2))
     assert nodes.generation == "vllm-colocate" and nodes.total_processes == 16
 
@@ -94,10 +101,12 @@ def test_launch_scripts_pass_shellcheck(tmp_path, task, profile, gpus, nodes, ra
     assert proc.returncode == 0, proc.stdout
     script = files["run.sh"]
     assert script.startswith("#!/usr/bin/env bash\n") and "set -euo pipefail" in script
-    assert f"PYTHON={FAKE_PY}" in script
+    # the generating interpreter is named in the header, never run
+    assert f"({FAKE_PY}); nothing of that environment is assumed here" in script
+    assert script.count(FAKE_PY) == 1
     assert " python " not in script and "\npython " not in script
     if task in ("sft", "grpo"):  # the trainer's own preflight: what `train` will run
-        assert f"train {task} {train_args(sibling_names('run.sh'))} --dry-run" in script
+        assert f"train {task} {train_args(sibling_names('run.sh'), plan)} --dry-run" in script
         assert "doctor --plan" not in script
     else:
         assert "doctor --plan" in script
@@ -136,6 +145,8 @@ h.HTTPServer(("127.0.0.1", int(sys.argv[1])), H).serve_forever()' "$port" ;;
     if [[ -n "${FAKE_STEPS:-}" ]]; then  # the summary.json shop-r1 train writes at the end
       out=$(echo "$*" | sed -E 's/.*--output-dir ([^ ]+).*/\1/')
       mkdir -p "$out" && echo "{\"steps\": $FAKE_STEPS}" > "$out/summary.json"
+      # and this node's own summary, as `shop-r1 train` writes it for the launch script
+      [[ -n "${FAKE_NO_NODE_SUMMARY:-}" ]] || echo "{\"steps\": $FAKE_STEPS}" > "$SHOP_R1_NODE_SUMMARY"
     fi
     exit "${FAKE_TRAIN_RC:-0}" ;;
   *) exec REAL "$@" ;;
@@ -154,16 +165,16 @@ def _run(tmp_path: Path, gpus: int, **env: str) -> tuple[subprocess.CompletedPro
     fake = tmp_path / "fakepy"
     fake.write_text(FAKE.replace("REAL", sys.executable))
     fake.chmod(0o755)
-    req = LaunchRequest(
-        task="grpo", profile=get_profile("hopper"), python=str(fake), gpus=gpus, data="d.jsonl"
-    )
+    req = request(gpus=gpus, data="d.jsonl")
     for name, text in render_launch(plan_launch(req), "run.sh").files.items():
         (tmp_path / name).write_text(text)
     run_dir = tmp_path / "rundir"
     ports = {"VLLM_PORT": str(_free_port()), "GROUP_PORT": str(_free_port())}
+    ports.update({k: v for k, v in env.items() if k in ports})
     full_env = {
         **os.environ,
         "RUN_DIR": str(run_dir),
+        "PYTHON": str(fake),
         "OUTPUT_DIR": str(tmp_path / "out"),
         "MIN_SECONDS": "0",
         "HEALTH_POLL": "0.2",
@@ -178,7 +189,7 @@ def _run(tmp_path: Path, gpus: int, **env: str) -> tuple[subprocess.CompletedPro
 
 
 def test_launch_two_gpu_script_runs_server_then_trainer_and_cleans_up(tmp_path):
-    proc, run_dir = _run(tmp_path, gpus=2)
+    proc, run_dir = _run(tmp_path, gpus=2, FAKE_STEPS="3")
     assert proc.returncode == 0, proc.stderr
     server_log = (run_dir / "vllm-server.log").read_text()
     train_log = (run_dir / "grpo.log").read_text()
@@ -195,9 +206,10 @@ def test_launch_two_gpu_script_runs_server_then_trainer_and_cleans_up(tmp_path):
 def test_launch_script_fails_on_empty_log_short_run_and_preflight_errors(tmp_path):
     proc, _ = _run(tmp_path / "a", gpus=1, FAKE_SILENT="1")
     assert proc.returncode == 1 and "grpo.log is empty" in proc.stderr
-    proc, _ = _run(tmp_path / "b", gpus=1, MIN_SECONDS="3600")
-    assert proc.returncode == 1 and "< MIN_SECONDS=3600" in proc.stderr
-    proc, _ = _run(tmp_path / "b0", gpus=1, MIN_SECONDS="3600", FAKE_STEPS="0")
+    # exit 0 without this node's summary: it did not reach the end
+    proc, _ = _run(tmp_path / "b", gpus=1)
+    assert proc.returncode == 1 and "but wrote no" in proc.stderr
+    proc, _ = _run(tmp_path / "b0", gpus=1, FAKE_STEPS="0")
     assert proc.returncode == 1 and "ran 0 optimizer steps" in proc.stderr
     proc, _ = _run(tmp_path / "c", gpus=1, FAKE_PREFLIGHT_RC="1")
     assert proc.returncode == 1 and "the preflight found errors" in proc.stderr
@@ -240,7 +252,13 @@ def test_launch_cli_writes_script_and_siblings(tmp_path):
     )
     assert result.exit_code == 0, result.output
     assert os.access(out, os.X_OK)
-    assert f"PYTHON={sys.executable}" in out.read_text()
+    text = out.read_text()
+    # the generating interpreter is named, not used; the snapshot fixed the layout
+    assert f"PYTHON={sys.executable}" not in text and f"({sys.executable})" in text
+    assert (
+        f"generation layout (vllm-server): the facts of snapshot {snapshot_path('h200x2-fa-vllm')}"
+        in text
+    )
     assert (tmp_path / "runs" / "run_grpo.plan.json").is_file()
     config = yaml.safe_load((tmp_path / "runs" / "run_grpo.config.yaml").read_text())
     assert config["vllm_mode"] == "server" and config["vllm_server_host"] == "127.0.0.1"
@@ -252,10 +270,9 @@ def test_launch_script_judges_a_short_run_by_its_summary_not_the_clock(tmp_path)
     proc, run_dir = _run(tmp_path / "a", gpus=2, MIN_SECONDS="3600", FAKE_STEPS="6")
     assert proc.returncode == 0, proc.stderr
     assert "training done" in (run_dir / "launch.log").read_text()
-    # A summary.json left by an earlier run does not vouch for this one.
-    out = tmp_path / "b" / "out"
-    out.mkdir(parents=True)
-    (out / "summary.json").write_text('{"steps": 6}')
-    os.utime(out / "summary.json", (1, 1))
-    proc, _ = _run(tmp_path / "b", gpus=1, MIN_SECONDS="3600")
-    assert proc.returncode == 1 and "< MIN_SECONDS=3600" in proc.stderr
+    # A summary left by an earlier run (in the same RUN_DIR) does not vouch for this one.
+    run_dir = tmp_path / "b" / "rundir"
+    run_dir.mkdir(parents=True)
+    (run_dir / "summary.json").write_text('{"steps": 6}')
+    proc, _ = _run(tmp_path / "b", gpus=1, FAKE_STEPS="6", FAKE_NO_NODE_SUMMARY="1")
+    assert proc.returncode == 1 and "but wrote no" in proc.stderr

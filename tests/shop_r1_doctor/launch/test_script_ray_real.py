@@ -32,6 +32,7 @@ case "$*" in
   *" train "*"--dry-run"*) echo "preflight ok"; exit 0 ;;  # the launch preflight
   *" train "*)
     echo "trainer RAY_ADDRESS=$RAY_ADDRESS"
+    echo '{"steps": 1}' > "$SHOP_R1_NODE_SUMMARY"  # as `shop-r1 train` writes it
     exec REAL -c 'import ray; ray.init(logging_level="ERROR", log_to_driver=False); print("joined", ray.get_runtime_context().gcs_address)' ;;
   *) exec REAL "$@" ;;
 esac
@@ -66,7 +67,12 @@ def _script(tmp_path: Path) -> Path:
     fake.write_text(FAKE.replace("REAL", sys.executable))
     fake.chmod(0o755)
     req = LaunchRequest(
-        task="sft", profile=get_profile("cpu"), python=str(fake), gpus=0, data="d.jsonl", ray=True
+        task="sft",
+        profile=get_profile("cpu"),
+        python=sys.executable,
+        gpus=0,
+        data="d.jsonl",
+        ray=True,
     )
     for name, text in render_launch(plan_launch(req), "run.sh").files.items():
         (tmp_path / name).write_text(text)
@@ -74,7 +80,7 @@ def _script(tmp_path: Path) -> Path:
 
 
 def _run(script: Path, **env: str) -> subprocess.CompletedProcess:
-    full = _env(RUN_DIR=str(script.parent / "rundir"), MIN_SECONDS="0", **env)
+    full = _env(RUN_DIR=str(script.parent / "rundir"), PYTHON=str(script.parent / "fakepy"), **env)
     return subprocess.run(
         ["bash", str(script)], capture_output=True, text=True, env=full, timeout=300
     )

@@ -41,7 +41,7 @@ def _megatron_015_pinned(d):
 CASES = [
     ("hopper", lambda d: d.update(vllm="0.19.1"), "vllm", "pins torch==2.10.0"),
     (
-        "blackwell",
+        "blackwell-dc",
         lambda d: d["torch"].update(variant="cu126", index_url="x"),
         "torch.variant",
         "no kernels for matched sm_100",
@@ -66,7 +66,7 @@ CASES = [
     ),
     ("hopper", lambda d: d["flash_attn"].pop("max_jobs"), "flash_attn.max_jobs", "missing"),
     (
-        "blackwell",
+        "blackwell-dc",
         lambda d: d["flash_attn"].update(cuda_archs="90"),
         "flash_attn.cuda_archs",
         "no kernels for sm_100",
@@ -91,7 +91,7 @@ CASES = [
         "unset it",
     ),
     (
-        "blackwell",
+        "blackwell-dc",
         lambda d: d["env"].update(TORCH_CUDA_ARCH_LIST="9.0"),
         "env.TORCH_CUDA_ARCH_LIST",
         "misses matched sm_100",
@@ -227,9 +227,9 @@ def test_a_name_pattern_overlap_is_found_without_a_compute_capability():
 @pytest.mark.parametrize(
     ("gpu", "cc", "profile"),
     [
-        ("NVIDIA B200", "10.0", "blackwell"),
-        ("NVIDIA GB200", "10.0", "blackwell"),
-        ("NVIDIA B300 SXM6 AC", "10.3", "blackwell"),
+        ("NVIDIA B200", "10.0", "blackwell-dc"),
+        ("NVIDIA GB200", "10.0", "blackwell-dc"),
+        ("NVIDIA B300 SXM6 AC", "10.3", "blackwell-dc"),
         ("NVIDIA GeForce RTX 5090", "12.0", "blackwell-rtx"),
         ("NVIDIA RTX PRO 6000 Blackwell Workstation Edition", "12.0", "blackwell-rtx"),
         ("NVIDIA GB10", "12.1", "blackwell-rtx"),  # DGX Spark
@@ -243,5 +243,54 @@ def test_blackwell_is_split_by_class(gpu, cc, profile):
     facts = Facts({"gpus": [{"name": gpu, "compute_capability": cc}]})
     assert best_profile(facts, load_profiles())[0].name == profile
     shipped = load_profiles()
-    assert shipped["blackwell"].env_consumer_multi_gpu == {}  # NVLink: P2P stays on
+    assert shipped["blackwell-dc"].env_consumer_multi_gpu == {}  # NVLink: P2P stays on
     assert shipped["blackwell-rtx"].env_consumer_multi_gpu["NCCL_P2P_DISABLE"] == "1"
+
+
+def test_a_family_profile_covers_exactly_its_members():
+    """`blackwell` builds one image for blackwell-dc and blackwell-rtx: the check fails on a
+    family that drops a member's GPU, claims one no member has, or builds flash-attn for
+    one class only (the image users were told to build missed sm_120)."""
+    import dataclasses
+
+    from shop_r1_doctor.profiles.check import families
+
+    shipped = load_profiles()
+    assert families(shipped) == []
+    fam = shipped["blackwell"]
+
+    def with_(**kw):
+        return {**shipped, "blackwell": dataclasses.replace(fam, **kw)}
+
+    no_rtx = dataclasses.replace(fam.match, compute_capabilities=((10, 0), (10, 3)))
+    (p,) = families(with_(match=no_rtx))
+    assert p.field == "match.compute_capabilities" and "missing here: 12.0, 12.1" in p.message
+    dc_only = dataclasses.replace(fam.flash_attn, cuda_archs="100")
+    problems = families(with_(flash_attn=dc_only))
+    assert {p.field for p in problems} == {"flash_attn.cuda_archs"}
+    assert [m for p in problems for m in ("sm_120", "sm_121") if m in p.message] == [
+        "sm_120",
+        "sm_121",
+    ]
+    (p,) = families(with_(members=("blackwell-dc", "blackwell-gb")))
+    assert p.field == "members" and "no such profile blackwell-gb" in p.message
+    # a family overlaps its members by design, not a priority clash; two members do not
+    from shop_r1_doctor.profiles.check import overlaps
+
+    assert overlaps(shipped) == []
+    assert overlaps({**shipped, "blackwell": dataclasses.replace(fam, members=())})
+
+
+def test_a_machine_mixing_the_family_gets_the_family():
+    from shop_r1_doctor.facts import Facts
+    from shop_r1_doctor.profiles.match import best_profile
+
+    mixed = Facts(
+        {
+            "gpus": [
+                {"name": "NVIDIA B200", "compute_capability": "10.0"},
+                {"name": "NVIDIA RTX PRO 6000 Blackwell", "compute_capability": "12.0"},
+            ]
+        }
+    )
+    assert best_profile(mixed, load_profiles())[0].name == "blackwell"

@@ -10,7 +10,7 @@ import yaml
 from shop_r1_doctor.errors import ToolError
 from shop_r1_doctor.profiles.model import load_profile_file, load_profiles, profiles_dir
 
-SHIPPED = ("ada", "ampere", "blackwell", "blackwell-rtx", "cpu", "hopper", "turing")
+SHIPPED = ("ada", "ampere", "blackwell", "blackwell-dc", "blackwell-rtx", "cpu", "hopper", "turing")
 
 
 def test_profiles_shipped_set_loads():
@@ -21,7 +21,10 @@ def test_profiles_shipped_set_loads():
     assert str(hopper.torch.cuda) == "13.0"
     assert hopper.match.compute_capabilities == ((9, 0),)
     assert profiles["turing"].dtype == "fp16" and profiles["cpu"].dtype == "fp32"
-    assert profiles["blackwell"].flash_attn.arch_ccs() == ((10, 0),)
+    assert profiles["blackwell-dc"].flash_attn.arch_ccs() == ((10, 0),)
+    # the family builds for both classes: sm_100 (B200) and sm_120 (RTX PRO 6000, RTX 50xx)
+    assert profiles["blackwell"].flash_attn.arch_ccs() == ((10, 0), (12, 0))
+    assert profiles["blackwell"].members == ("blackwell-dc", "blackwell-rtx")
     assert profiles["blackwell-rtx"].flash_attn.arch_ccs() == ((12, 0),)
     assert profiles_dir().name == "profiles"
 
@@ -35,7 +38,7 @@ def test_profiles_every_profile_cites_sources_and_platform_notes():
 def test_profiles_name_patterns_match_marketing_names():
     profiles = load_profiles()
     assert profiles["blackwell-rtx"].match.matches_name("NVIDIA GeForce RTX 5090")
-    assert profiles["blackwell"].match.matches_name("NVIDIA B200")
+    assert profiles["blackwell-dc"].match.matches_name("NVIDIA B200")
     assert not profiles["blackwell-rtx"].match.matches_name("NVIDIA RTX 5000 Ada Generation")
     assert profiles["ada"].match.matches_name("NVIDIA L40S")
     assert not profiles["ada"].match.matches_name("NVIDIA A100-SXM4-80GB")
