@@ -189,10 +189,7 @@ def test_pack_bins_keeps_every_row_whole_within_the_budget():
 
     lengths = [37, 12, 61, 5, 40, 33]
     rows = Dataset.from_list(
-        [
-            {"input_ids": list(range(1, n + 1)), "labels": [-100] + list(range(2, n + 1))}
-            for n in lengths
-        ]
+        [{"input_ids": list(range(1, n + 1)), "labels": [-100, *range(2, n + 1)]} for n in lengths]
     )
     bins = train_sft.pack_bins(rows, 64, seed=0)
     seqs = [b["seq_lengths"] for b in bins]
