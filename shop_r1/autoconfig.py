@@ -14,6 +14,7 @@ from shop_r1 import packing
 from shop_r1.config import GRPORunConfig, SFTRunConfig, _RunConfig
 from shop_r1_doctor.api import (
     GIB,
+    LOADER_SHM_MIN,
     Facts,
     ModelShape,
     estimate_training_memory,
@@ -55,6 +56,7 @@ class AutoPlan:
     padding_free: bool = False
     liger_kernel: bool = False
     optim: str = "adamw_torch"
+    dataloader_num_workers: int = 0
     seq_len: int = 0
     # SFT: tokens per micro batch (one best-fit-decreasing bin of rows); None = whole rows
     token_budget: int | None = None
@@ -195,6 +197,28 @@ def _choose_kernels(facts: Facts, cfg: _RunConfig, cuda: bool, plan: AutoPlan) -
     plan.note("liger_kernel", plan.liger_kernel, why)
 
 
+LOADER_WORKERS = 2
+
+
+def _choose_loader(facts: Facts, cuda: bool, plan: AutoPlan) -> None:
+    """DataLoader workers: on a GPU, fetching and collating the next batch in worker
+    processes overlaps the step instead of leaving the GPU idle while the main process
+    does it (TRL's padding-free collator builds position ids and cu_seq_lens on the CPU);
+    they need /dev/shm to hand batches over."""
+    shm = facts.host.get("shm_bytes")
+    if not cuda:
+        plan.dataloader_num_workers, why = 0, "no CUDA GPU: the main process is not waiting on one"
+    elif not isinstance(shm, int):
+        plan.dataloader_num_workers, why = 0, "/dev/shm's size is unknown (workers need it)"
+    elif shm < LOADER_SHM_MIN:
+        plan.dataloader_num_workers = 0
+        why = f"/dev/shm is {shm // 2**20} MiB: workers would die with 'Bus error' (docker --shm-size=8g)"
+    else:
+        plan.dataloader_num_workers = LOADER_WORKERS
+        why = f"batches prepared while the GPU computes (/dev/shm {shm / GIB:.0f} GiB)"
+    plan.note("dataloader_num_workers", plan.dataloader_num_workers, why)
+
+
 def _memory_budget(facts: Facts, cfg: _RunConfig, cuda: bool) -> int:
     if cuda and facts.gpus:
         return int(cfg.gpu_memory_headroom * min(_gpu_free_bytes(g) for g in facts.gpus))
@@ -325,6 +349,7 @@ def decide(
         else "this TRL has no fused LM head: full logits (~13 B x tokens x vocab)",
     )
     plan.memory_budget_bytes = _memory_budget(facts, cfg, cuda)
+    _choose_loader(facts, cuda, plan)
     if isinstance(cfg, GRPORunConfig):
         _decide_grpo(facts, cfg, shape, plan, cuda, prompt_len=seq_len)
     else:

@@ -62,7 +62,7 @@ class NonFiniteGradGuard(TrainerCallback):
             return
         # FSDP2 gradients are DTensors: check this rank's shard, then agree across ranks
         local = [g.to_local() if hasattr(g, "to_local") else g for g in grads]
-        bad = torch.stack([torch.isfinite(g).all() for g in local]).logical_not().any()
+        bad = nonfinite(local)
         if torch.distributed.is_available() and torch.distributed.is_initialized():
             # ranks hold different shards: all must skip, or their weights diverge
             flag = bad.to(torch.int32)
@@ -90,6 +90,21 @@ class NonFiniteGradGuard(TrainerCallback):
                 "run is not learning. Lower the learning rate, or set attention to eager "
                 "or flash_attention_2 instead of sdpa"
             )
+
+
+def nonfinite(tensors: list[Any]) -> Any:
+    """A 0-d bool tensor: does any tensor hold NaN or inf? One multi-tensor norm (a few
+    kernels for all gradients, as clip_grad_norm_ computes it) instead of two kernels
+    per parameter; a NaN or inf anywhere makes the norm NaN or inf. A norm past fp32's
+    range would read as inf too; the guard runs after clipping, where the norm is at
+    most max_grad_norm unless a gradient was NaN/inf (clipping itself sees such a norm as
+    inf)."""
+    import torch
+
+    get_total_norm = getattr(torch.nn.utils, "get_total_norm", None)  # torch >= 2.6
+    if get_total_norm is None:
+        return torch.stack([torch.isfinite(g).all() for g in tensors]).logical_not().any()
+    return torch.isfinite(get_total_norm(tensors, foreach=True)).logical_not()
 
 
 class SummaryCallback(TrainerCallback):
@@ -128,10 +143,15 @@ class SummaryCallback(TrainerCallback):
     def on_step_end(self, args: Any, state: Any, control: Any, **kw: Any) -> None:
         # The clock stops at the last optimizer step, not at train end: the final
         # checkpoint save (seconds for a 0.5B model + optimizer) is not training speed.
-        if state.global_step >= self.warmup_steps:
+        # Only the clock's two ends wait for the GPU: a sync at every step left it idle
+        # while the host fetched and collated the next batch.
+        step = state.global_step
+        last = step >= (state.max_steps or 0) > 0
+        if step == self.warmup_steps or (step > self.warmup_steps and last):
             _sync()
+        if step >= self.warmup_steps:
             self.end = time.perf_counter()
-        if state.global_step == self.warmup_steps:
+        if step == self.warmup_steps:
             self.start = self.end
 
     def on_log(self, args: Any, state: Any, control: Any, logs: Any = None, **kw: Any) -> None:

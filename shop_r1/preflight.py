@@ -129,6 +129,7 @@ def plan_section(
         use_liger_kernel=plan.liger_kernel,
         num_processes=cfg.num_processes,
         per_device_train_batch_size=plan.micro_batch_size,
+        dataloader_num_workers=plan.dataloader_num_workers,
         gradient_accumulation_steps=plan.gradient_accumulation_steps,
         dataset_rows=n_rows,
         output_dir=cfg.output_dir,

@@ -44,7 +44,7 @@ def common_training_kwargs(cfg: _RunConfig, plan: AutoPlan) -> dict[str, Any]:
         "save_total_limit": cfg.save_total_limit,
         "report_to": report_to,
         "use_cpu": plan.device == "cpu",
-        "dataloader_num_workers": 0,
+        "dataloader_num_workers": plan.dataloader_num_workers,
     }
 
 
@@ -157,12 +157,7 @@ def train(
     the run summary (tokens/s, MFU, peak memory, first/last loss)."""
     from datasets import Dataset
 
-    from shop_r1.callbacks import NonFiniteGradGuard, SummaryCallback
-
-    guard = NonFiniteGradGuard()
-    summary = SummaryCallback(
-        shape, plan.seq_len, gpu_name=gpu_name, n_gpus=cfg.num_processes, guard=guard
-    )
+    summary, guard = run_callbacks(cfg, plan, shape, gpu_name=gpu_name)
     dataset = Dataset.from_list(
         [{"prompt": r["prompt"], "completion": r["completion"]} for r in rows]
     )
@@ -173,6 +168,20 @@ def train(
     trainer.save_model(cfg.output_dir)
     tokenizer.save_pretrained(cfg.output_dir)
     return summary.summary
+
+
+def run_callbacks(
+    cfg: SFTRunConfig, plan: AutoPlan, shape: ModelShape, *, gpu_name: str | None = None
+) -> tuple[Any, Any]:
+    """(summary, non-finite guard): the callbacks every SFT run carries (the speed
+    benchmark runs them too, so their per-step cost is in its figures)."""
+    from shop_r1.callbacks import NonFiniteGradGuard, SummaryCallback
+
+    guard = NonFiniteGradGuard()
+    summary = SummaryCallback(
+        shape, plan.seq_len, gpu_name=gpu_name, n_gpus=cfg.num_processes, guard=guard
+    )
+    return summary, guard
 
 
 def last_checkpoint(output_dir: str) -> str | None:

@@ -21,6 +21,7 @@ from shop_r1_doctor.knowledge import grpo_vllm_speedup
 from shop_r1_doctor.memory import (
     GIB,
     KNOWN_SHAPES,
+    LOADER_SHM_MIN,
     ModelShape,
     estimate_training_memory,
     flops_per_token,
@@ -40,6 +41,7 @@ from shop_r1_doctor.yamlio import SafeLoader, read_yaml
 __all__ = [
     "GIB",
     "KNOWN_SHAPES",
+    "LOADER_SHM_MIN",
     "RUNPLAN_SCHEMA",
     "TRL_DEFAULTS",
     "Facts",

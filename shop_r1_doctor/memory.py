@@ -27,6 +27,9 @@ from dataclasses import asdict, dataclass
 from typing import Any
 
 GIB = 1024**3
+# DataLoader workers hand batches over through /dev/shm; below this (Docker's 64 MiB
+# default) they die with 'Bus error' (DATALOADER_SHM_BUS_ERROR)
+LOADER_SHM_MIN = GIB
 
 # Real Hugging Face configs (config.json) of the Qwen2.5 family: data for the shape
 # lookup and for random-init benchmark models (no download needed).

@@ -7,9 +7,10 @@ from collections.abc import Iterator
 from shop_r1_doctor.checks._base import GIB, bytes_gib, finding, plan_int
 from shop_r1_doctor.facts import Facts
 from shop_r1_doctor.findings import Finding
+from shop_r1_doctor.memory import LOADER_SHM_MIN
 
 DISK_LOW = 10 * GIB
-SHM_SMALL = GIB
+SHM_SMALL = LOADER_SHM_MIN
 
 
 def disk_low(facts: Facts) -> Iterator[Finding]:

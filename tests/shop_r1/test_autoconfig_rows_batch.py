@@ -541,6 +541,7 @@ def test_decide_sft_on_the_cpu_end_to_end():
         "optim",
         "liger_kernel",
         "chunked_loss",
+        "dataloader_num_workers",
         "padding_free",
         "token_budget",
         "micro_batch_size",

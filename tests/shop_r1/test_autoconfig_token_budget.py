@@ -144,3 +144,44 @@ def test_whole_rows_when_bins_do_not_apply(case, cfg, facts, reason):
     assert notes(plan)["token_budget"] == ("off", reason)
     settings = [d.setting for d in plan.decisions]
     assert settings.index("token_budget") == settings.index("micro_batch_size") - 1
+
+
+@pytest.mark.parametrize(
+    ("case", "facts", "workers", "reason"),
+    [
+        (
+            "GPU, 8 GiB /dev/shm",
+            {**H100_LIGER, "host": {"shm_bytes": 8 * GIB}},
+            2,
+            "batches prepared while the GPU computes (/dev/shm 8 GiB)",
+        ),
+        (
+            "GPU, exactly 1 GiB /dev/shm",
+            {**H100_LIGER, "host": {"shm_bytes": GIB}},
+            2,
+            "batches prepared while the GPU computes (/dev/shm 1 GiB)",
+        ),
+        (
+            "GPU, Docker's 64 MiB /dev/shm",
+            {**H100_LIGER, "host": {"shm_bytes": 64 * 2**20}},
+            0,
+            "/dev/shm is 64 MiB: workers would die with 'Bus error' (docker --shm-size=8g)",
+        ),
+        (
+            "GPU, /dev/shm not probed",
+            H100_LIGER,
+            0,
+            "/dev/shm's size is unknown (workers need it)",
+        ),
+        (
+            "CPU",
+            snap(cuda=False, ram=32 * GIB),
+            0,
+            "no CUDA GPU: the main process is not waiting on one",
+        ),
+    ],
+)
+def test_loader_workers_rows(case, facts, workers, reason):
+    plan = plan_for(SFTRunConfig(), facts=facts)
+    assert plan.dataloader_num_workers == workers
+    assert notes(plan)["dataloader_num_workers"] == (workers, reason)

@@ -159,3 +159,31 @@ def test_without_the_guard_the_weights_go_nan(tmp_path):
     ds = [{"x": torch.full((4,), math.nan), "labels": torch.tensor(1.0)}]
     Trainer(model=model, args=args, train_dataset=ds).train()
     assert not torch.isfinite(model.w).all()
+
+
+def test_nonfinite_is_one_answer_for_all_gradients():
+    from shop_r1.callbacks import nonfinite
+
+    grads = [torch.ones(3), torch.full((2, 2), 0.5)]
+    assert not bool(nonfinite(grads))
+    for bad in (float("nan"), float("inf"), float("-inf")):
+        grads[1][0, 1] = bad
+        assert bool(nonfinite(grads))
+
+
+def test_summary_clock_waits_for_the_gpu_only_at_its_two_ends(monkeypatch):
+    """A sync at every step left the GPU idle while the host prepared the next batch."""
+    from types import SimpleNamespace
+
+    from shop_r1 import callbacks
+    from shop_r1_doctor.api import KNOWN_SHAPES
+
+    synced = []
+    monkeypatch.setattr(callbacks, "_sync", lambda: synced.append(state.global_step))
+    summary = callbacks.SummaryCallback(KNOWN_SHAPES["0.5b"], 512, warmup_steps=2)
+    state = SimpleNamespace(global_step=0, max_steps=10)
+    for step in range(1, 11):
+        state.global_step = step
+        summary.on_step_end(None, state, None)
+    assert synced == [2, 10]
+    assert summary.start is not None and summary.end > summary.start
