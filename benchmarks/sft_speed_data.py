@@ -85,29 +85,54 @@ def prepare(args: argparse.Namespace, folder: Path) -> dict[str, Any]:
 
 
 class BatchStats:
-    """Wraps the trainer's collator: real / padded tokens and sum of len^2 per micro batch."""
+    """Real / padded tokens and sum of len^2 per micro batch, read from the batches the
+    trainer's `training_step` receives (DataLoader workers collate in other processes);
+    the collator's own time is measured where it runs in this process (no workers)."""
 
-    def __init__(self, collate: Any) -> None:
-        self.collate = collate
+    def __init__(self, trainer: Any) -> None:
+        self.collate = trainer.data_collator
         self.batches: list[tuple[int, int, int, int]] = []
+        self.kept: list[tuple[Any, Any, Any]] = []
         self.seconds = 0.0
+        self.timed_collates = 0
+        step = trainer.training_step
 
-    def __call__(self, features: Any) -> Any:
+        def counted_step(model: Any, inputs: Any, *a: Any, **kw: Any) -> Any:
+            self.count(inputs)
+            return step(model, inputs, *a, **kw)
+
+        trainer.training_step = counted_step
+        if not trainer.args.dataloader_num_workers:
+            trainer.data_collator = self.timed_collate
+
+    def timed_collate(self, features: Any) -> Any:
         start = time.perf_counter()
         batch = self.collate(features)
         self.seconds += time.perf_counter() - start
+        self.timed_collates += 1
+        return batch
+
+    def count(self, batch: Any) -> None:
+        """Keep what the stats need; read it after training (the batch may already be on
+        the GPU, and reading it here would make the host wait for the GPU every step)."""
         ids = batch["input_ids"]
         if "cu_seq_lens_q" in batch:  # padding-free: one row, computed = real
-            lens = batch["cu_seq_lens_q"].diff().tolist()
-            padded_sq = sum(n * n for n in lens)
+            self.kept.append((tuple(ids.shape), batch["cu_seq_lens_q"], None))
         else:  # padded: every row computed at the batch's width
-            lens = batch["attention_mask"].sum(dim=1).tolist()
-            padded_sq = ids.shape[0] * ids.shape[1] ** 2
-        # (real tokens, computed tokens, sum of real len^2, sum of computed len^2)
-        self.batches.append(
-            (int(sum(lens)), int(ids.numel()), int(sum(n * n for n in lens)), padded_sq)
-        )
-        return batch
+            self.kept.append((tuple(ids.shape), None, batch["attention_mask"]))
+
+    def finish(self) -> None:
+        for shape, cu, mask in self.kept:
+            numel = shape[0] * shape[1]
+            if cu is not None:
+                lens = cu.diff().tolist()
+                padded_sq = sum(n * n for n in lens)
+            else:
+                lens = mask.sum(dim=1).tolist()
+                padded_sq = shape[0] * shape[1] ** 2
+            # (real tokens, computed tokens, sum of real len^2, sum of computed len^2)
+            self.batches.append((int(sum(lens)), numel, int(sum(n * n for n in lens)), padded_sq))
+        self.kept = []
 
 
 class StepClock:
@@ -372,11 +397,11 @@ def run_mode(mode: str, args: argparse.Namespace) -> dict[str, Any]:
             explicit_mask=plan.attn_implementation == "sdpa",
         )
         planned = plan.predicted_peak_bytes
-    counter = BatchStats(trainer.data_collator)
-    trainer.data_collator = counter
+    counter = BatchStats(trainer)
     if cuda:
         torch.cuda.reset_peak_memory_stats()
     trainer.train()
+    counter.finish()
     seconds = clock.end - clock.start
     first, last = args.warmup * ga, (args.warmup + args.steps) * ga
     timed = counter.batches[first:last]
@@ -407,7 +432,11 @@ def run_mode(mode: str, args: argparse.Namespace) -> dict[str, Any]:
         "padding_share": round(1 - real / padded, 3),
         "mfu_real": round(flops_real / seconds / peak, 4) if peak else None,
         "mfu_padded": round(flops_padded / seconds / peak, 4) if peak else None,
-        "collate_ms_per_step": round(counter.seconds / len(counter.batches) * ga * 1000, 2),
+        # in this process only (no DataLoader workers); workers collate off the step
+        "collate_ms_per_step": round(counter.seconds / counter.timed_collates * ga * 1000, 2)
+        if counter.timed_collates
+        else None,
+        "dataloader_num_workers": trainer.args.dataloader_num_workers,
         "largest_micro_batch_tokens": big[1],
         "planned_peak_gib": round(planned / 2**30, 2),
         "predicted_peak_gib": round(seen / 2**30, 2),
