@@ -331,6 +331,7 @@ def test_grpo_on_the_cpu_end_to_end():
         "optim",
         "liger_kernel",
         "chunked_loss",
+        "dataloader_num_workers",
         "use_vllm",
         "micro_batch_size",
         "gradient_accumulation_steps",
