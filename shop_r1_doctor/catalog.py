@@ -28,7 +28,7 @@ def finding(
     info = load_codes()[code]
     return Finding(
         code=code,
-        severity=severity or info.severity,  # type: ignore[arg-type]
+        severity=severity or info.severity,
         title=title,
         detail=detail,
         fix=fix if fix is not None else info.fix,

@@ -15,23 +15,19 @@ import re
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
 from shop_r1_doctor.findings import SEVERITIES, Finding, Severity
 from shop_r1_doctor.logscan import diagnose_log, load_signatures, strip_prefixes
-from shop_r1_doctor.schema import Reader
+from shop_r1_doctor.schema import Contract, FieldError, decode, decode_file, https, nonempty
 
 SYMPTOMS_PATH = Path(__file__).with_name("knowledge") / "log_symptoms.yaml"
 SYMPTOMS_SCHEMA = "shop-r1.log-symptoms/1"
 DIAGNOSIS_SCHEMA = "shop-r1.diagnosis/1"
-_SYMPTOM_KEYS = {
-    **dict.fromkeys(("id", "pattern", "title", "code", "severity", "source", "example"), True),
-    **dict.fromkeys(("explained_by", "rules_out"), False),
-}
+_HINT = "fix the symptom (see the comment at the top of the file)"
 
 
-@dataclass(frozen=True)
-class Symptom:
+class Symptom(Contract, frozen=True):
     id: str
     pattern: re.Pattern[str]
     title: str
@@ -42,56 +38,43 @@ class Symptom:
     explained_by: tuple[str, ...] = ()
     rules_out: tuple[str, ...] = ()
 
+    def __post_init__(self) -> None:
+        nonempty(self, "id", "title", "code", "example")
+        https(self.source, "source")
+        if not self.pattern.pattern or not self.pattern.search(self.example):
+            raise FieldError("pattern", "does not match its own example; fix one of them")
+
+
+class SymptomsFile(Contract, frozen=True):
+    schema: Literal["shop-r1.log-symptoms/1"]
+    symptoms: tuple[Symptom, ...]
+
+
+def _known_names(doc: SymptomsFile) -> None:
+    """Codes must be in codes.yaml and ruled-out signatures in log_signatures.yaml."""
+    from shop_r1_doctor.knowledge import load_codes
+
+    codes = load_codes()
+    signature_ids = {s.id for s in load_signatures()}
+    for n, s in enumerate(doc.symptoms):
+        where = f"symptoms[{n}]"
+        for i, code in enumerate((s.code, *s.explained_by)):
+            if code not in codes:
+                key = "code" if i == 0 else f"explained_by[{i - 1}]"
+                raise FieldError(f"{where}.{key}", f"unknown code {code!r}; add it to codes.yaml")
+        for i, sid in enumerate(s.rules_out):
+            if sid not in signature_ids:
+                raise FieldError(f"{where}.rules_out[{i}]", f"no log signature has id {sid!r}")
+
 
 def parse_symptoms(data: Any, file: str, lines: Any = None) -> tuple[Symptom, ...]:
     """Validated symptoms: patterns compile and match their example, codes and ids exist."""
-    from shop_r1_doctor.knowledge import load_codes
-
-    r = Reader(file, lines, "fix the symptom (see the comment at the top of the file)")
-    if not isinstance(data, dict) or data.get("schema") != SYMPTOMS_SCHEMA:
-        raise r.fail("schema", f"expected {SYMPTOMS_SCHEMA!r}")
-    r.mapping(data, "", {"schema": True, "symptoms": True})
-    codes = load_codes()
-    signature_ids = {s.id for s in load_signatures()}
-    out: list[Symptom] = []
-    for where, entry in r.rows(data, "symptoms"):
-        r.mapping(entry, where, _SYMPTOM_KEYS)
-        try:
-            pattern = re.compile(r.text(entry, "pattern", where))
-        except re.error as exc:
-            raise r.fail(f"{where}.pattern", f"not a valid regex ({exc})") from None
-        if not pattern.search(r.text(entry, "example", where)):
-            raise r.fail(f"{where}.pattern", "does not match its own example; fix one of them")
-        lists = {
-            key: tuple(r.str_list(entry, key, where) if key in entry else ())
-            for key in ("explained_by", "rules_out")
-        }
-        for i, code in enumerate((r.text(entry, "code", where), *lists["explained_by"])):
-            if code not in codes:
-                key = "code" if i == 0 else f"explained_by[{i - 1}]"
-                raise r.fail(f"{where}.{key}", f"unknown code {code!r}; add it to codes.yaml")
-        for i, sid in enumerate(lists["rules_out"]):
-            if sid not in signature_ids:
-                raise r.fail(f"{where}.rules_out[{i}]", f"no log signature has id {sid!r}")
-        out.append(
-            Symptom(
-                id=r.text(entry, "id", where),
-                pattern=pattern,
-                title=r.text(entry, "title", where),
-                code=entry["code"],
-                severity=r.get(entry, "severity", where, allowed=SEVERITIES),
-                source=r.https(entry, "source", where),
-                example=entry["example"],
-                **lists,
-            )
-        )
-    return tuple(out)
+    return decode(data, SymptomsFile, file, lines, _HINT, _known_names).symptoms
 
 
 @functools.lru_cache(maxsize=1)
 def load_symptoms() -> tuple[Symptom, ...]:
-    r, data = Reader.read(SYMPTOMS_PATH, "log symptoms")
-    return parse_symptoms(data, str(SYMPTOMS_PATH), r.lines)
+    return decode_file(SYMPTOMS_PATH, SymptomsFile, "log symptoms", _HINT, _known_names)[0].symptoms
 
 
 @dataclass(frozen=True)
@@ -194,7 +177,7 @@ def rank_causes(
             add(0, _joined(explaining, sig.title, line))
             continue
         info = codes.get(sig.code)
-        severity: Severity = info.severity if info else "error"  # type: ignore[assignment]
+        severity: Severity = info.severity if info else "error"
         add(
             2, Cause(sig.code, severity, sig.title, sig.try_, (line, *why), (sig.source,), sig.also)
         )

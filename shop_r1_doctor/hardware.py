@@ -21,14 +21,13 @@ import re
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Annotated, Any, Literal
 
-from shop_r1_doctor.schema import Reader, is_kind
+from shop_r1_doctor.schema import Contract, FieldError, decode, decode_file, listing
 
 CC = tuple[int, int]
 GPUS_PATH = Path(__file__).parent / "knowledge" / "gpus.yaml"
 GPUS_SCHEMA = "shop-r1.gpus/1"
-KINDS = ("datacenter", "workstation", "consumer")
 
 
 def parse_cc(text: Any) -> CC | None:
@@ -44,6 +43,19 @@ def parse_cc(text: Any) -> CC | None:
 
 def cc_text(cc: CC) -> str:
     return f"{cc[0]}.{cc[1]}"
+
+
+class Cc(tuple[int, int]):
+    """A compute capability in a contract: written `"8.0"` in YAML, a CC tuple in code."""
+
+    __slots__ = ()
+
+    @classmethod
+    def from_yaml(cls, obj: Any) -> Cc:
+        cc = parse_cc(obj)
+        if cc is None:
+            raise ValueError(f"not a compute capability like '8.0': {obj!r}")
+        return cls(cc)
 
 
 @dataclass(frozen=True)
@@ -102,15 +114,28 @@ def archs_with_ptx(archs: Iterable[CC], ptx: bool) -> Archs:
 # --- GPU facts by name (knowledge/gpus.yaml) -------------------------------------------
 
 
-@dataclass(frozen=True)
-class GpuInfo:
-    patterns: tuple[str, ...]
-    cc: CC
-    bf16_tflops: float | None
-    fp16_tflops: float | None
+Kind = Literal["datacenter", "workstation", "consumer"]
+
+
+def _positive(value: float | None, field: str) -> None:
+    if value is not None and value <= 0:
+        raise FieldError(field, f"expected a positive number, got {value!r}")
+
+
+class GpuInfo(Contract, frozen=True):
+    patterns: Annotated[tuple[str, ...], listing("name substrings")]
+    cc: Cc
     memory_gb: float
-    kind: str  # datacenter | workstation | consumer
-    p2p: bool | None  # False: NCCL's PCIe P2P path hangs on these cards
+    kind: Kind
+    bf16_tflops: float | None = None
+    fp16_tflops: float | None = None
+    p2p: bool | None = None  # False: NCCL's PCIe P2P path hangs on these cards
+
+    def __post_init__(self) -> None:
+        if not self.patterns:
+            raise FieldError("patterns", "expected a list of name substrings, got []")
+        for name in ("memory_gb", "bf16_tflops", "fp16_tflops"):
+            _positive(getattr(self, name), name)
 
     @property
     def consumer(self) -> bool:
@@ -123,54 +148,25 @@ class GpuInfo:
         return tflops * 1e12 if tflops else None
 
 
-_GPU_KEYS = {
-    **dict.fromkeys(("patterns", "cc", "kind", "memory_gb"), True),
-    **dict.fromkeys(("bf16_tflops", "fp16_tflops", "p2p"), False),
-}
+class GpusFile(Contract, frozen=True):
+    schema: Literal["shop-r1.gpus/1"]
+    gpus: tuple[GpuInfo, ...]
+
+    def __post_init__(self) -> None:
+        if not self.gpus:
+            raise FieldError("gpus", "expected a non-empty list")
 
 
-def _num(r: Reader, entry: dict[str, Any], key: str, where: str, optional: bool) -> float | None:
-    value: Any = entry.get(key)
-    if value is None and optional:
-        return None
-    if not is_kind(value, (int, float)) or value <= 0:
-        raise r.fail(f"{where}.{key}", f"expected a positive number, got {value!r}")
-    return float(value)
+_HINT = "fix the entry in gpus.yaml"
 
 
 def parse_gpus(data: Any, file: str, lines: Mapping[str, int] | None = None) -> tuple[GpuInfo, ...]:
-    r = Reader(file, lines, "fix the entry in gpus.yaml")
-    if not isinstance(data, dict) or data.get("schema") != GPUS_SCHEMA:
-        raise r.fail("schema", f"expected {GPUS_SCHEMA!r}")
-    r.mapping(data, "", {"schema": True, "gpus": True})
-    if not isinstance(data["gpus"], list) or not data["gpus"]:
-        raise r.fail("gpus", "expected a non-empty list")
-    out = []
-    for where, entry in r.rows(data, "gpus"):
-        r.mapping(entry, where, _GPU_KEYS)
-        p2p = entry.get("p2p")
-        if p2p is not None and not isinstance(p2p, bool):
-            raise r.fail(f"{where}.p2p", f"expected true, false or null, got {p2p!r}")
-        out.append(
-            GpuInfo(
-                patterns=tuple(r.str_list(entry, "patterns", where, "name substrings", True)),
-                cc=r.parsed(
-                    entry["cc"], parse_cc, f"{where}.cc", "not a compute capability like '8.0'"
-                ),
-                bf16_tflops=_num(r, entry, "bf16_tflops", where, True),
-                fp16_tflops=_num(r, entry, "fp16_tflops", where, True),
-                memory_gb=_num(r, entry, "memory_gb", where, False) or 0.0,
-                kind=r.get(entry, "kind", where, allowed=KINDS),
-                p2p=p2p,
-            )
-        )
-    return tuple(out)
+    return decode(data, GpusFile, file, lines, _HINT).gpus
 
 
 @functools.lru_cache(maxsize=1)
 def load_gpus() -> tuple[GpuInfo, ...]:
-    r, data = Reader.read(GPUS_PATH, "GPU knowledge")
-    return parse_gpus(data, str(GPUS_PATH), r.lines)
+    return decode_file(GPUS_PATH, GpusFile, "GPU knowledge", _HINT)[0].gpus
 
 
 def gpu_info(name: Any) -> GpuInfo | None:

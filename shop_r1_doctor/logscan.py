@@ -20,42 +20,76 @@ import re
 from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Annotated, Any, Literal
 
-from shop_r1_doctor.schema import Reader
+import msgspec
+
+from shop_r1_doctor.schema import (
+    Contract,
+    FieldError,
+    decode,
+    decode_file,
+    https,
+    listing,
+    nonempty,
+)
 
 SIGNATURES_PATH = Path(__file__).with_name("knowledge") / "log_signatures.yaml"
 SIGNATURES_SCHEMA = "shop-r1.log-signatures/1"
 _CODE = re.compile(r"[A-Z][A-Z0-9_]+")
-_REQUIRED = ("id", "code", "pattern", "title", "try", "source", "example")
-_OPTIONAL = ("also", "silent", "when", "unless", "prefer", "rank")
 _EVIDENCE_NAME = re.compile(r"[a-z][a-z0-9_]*")
+Codes = Annotated[tuple[str, ...], listing("finding codes")]
+Names = Annotated[tuple[str, ...], listing("evidence names")]
 
 
-@dataclass(frozen=True)
-class Evidence:
+def _pattern(pattern: re.Pattern[str], example: str | None = None) -> None:
+    if not pattern.pattern:
+        raise FieldError("pattern", "expected a non-empty string, got ''")
+    if example is not None and not pattern.search(example):
+        raise FieldError("pattern", "does not match its own example; fix one of them")
+
+
+class Evidence(Contract, frozen=True):
     """A fact a log can show about the run: a GPU family, a framework, a platform."""
 
-    name: str
+    name: str = msgspec.field(name="id")
     pattern: re.Pattern[str]
     meaning: str
 
+    def __post_init__(self) -> None:
+        if not self.name.strip():
+            raise FieldError("id", f"expected a non-empty string, got {self.name!r}")
+        _pattern(self.pattern)
+        nonempty(self, "meaning")
+        if not _EVIDENCE_NAME.fullmatch(self.name):
+            raise FieldError("id", f"{self.name!r}: evidence names are lower_snake words")
 
-@dataclass(frozen=True)
-class Signature:
+
+class Signature(Contract, frozen=True):
     id: str
     code: str
     pattern: re.Pattern[str]
     title: str
-    try_: str
+    try_: str = msgspec.field(name="try")
     source: str
     example: str
-    also: tuple[str, ...] = ()
+    also: Codes = ()
     silent: bool = False  # the failure lets the process exit 0 (training "succeeds")
-    when: tuple[str, ...] = ()  # evidence that must all be in the log for this to apply
-    unless: tuple[str, ...] = ()  # evidence that rules this signature out
-    prefer: tuple[str, ...] = ()  # evidence that makes this the likelier reading
+    when: Names = ()  # evidence that must all be in the log for this to apply
+    unless: Names = ()  # evidence that rules this signature out
+    prefer: Names = ()  # evidence that makes this the likelier reading
     rank: int = 0  # root causes above their consequences; generic codes below specific
+
+    def __post_init__(self) -> None:
+        nonempty(self, "id", "title", "try_", "example")
+        for key, code in [
+            ("code", self.code),
+            *((f"also[{i}]", c) for i, c in enumerate(self.also)),
+        ]:
+            if not _CODE.fullmatch(code):
+                raise FieldError(key, f"{code!r} is not an UPPER_SNAKE finding code")
+        https(self.source, "source")
+        _pattern(self.pattern, self.example)
 
     @property
     def codes(self) -> tuple[str, ...]:
@@ -70,13 +104,40 @@ class LogMatch:
     line: str  # that line, stripped and cut to 300 characters
 
 
-@dataclass(frozen=True)
-class Knowledge:
+class Knowledge(Contract, frozen=True):
+    """Signatures and evidence patterns; every `when`/`unless`/`prefer` name must exist."""
+
+    schema: Literal["shop-r1.log-signatures/1"]
     signatures: tuple[Signature, ...]
-    evidence: tuple[Evidence, ...] = ()
+    # A list, not a mapping: evidence names (wsl, container, ...) are values here, so they
+    # never read as knowledge keys beside the snapshot facts of the same name.
+    evidence: Annotated[tuple[Evidence, ...], listing("{id, pattern, meaning}")] = ()
+
+    def __post_init__(self) -> None:
+        if not self.signatures:
+            raise FieldError("signatures", "expected a non-empty list")
+        known: set[str] = set()
+        for i, e in enumerate(self.evidence):
+            if e.name in known:
+                raise FieldError(f"evidence[{i}].id", f"{e.name!r} is named twice")
+            known.add(e.name)
+        seen: set[str] = set()
+        for i, sig in enumerate(self.signatures):
+            if sig.id in seen:
+                raise FieldError(
+                    f"signatures[{i}].id", f"duplicate id {sig.id!r}; give each its own id"
+                )
+            seen.add(sig.id)
+            for key in ("when", "unless", "prefer"):
+                for j, name in enumerate(getattr(sig, key)):
+                    if name not in known:
+                        raise FieldError(
+                            f"signatures[{i}].{key}[{j}]",
+                            f"unknown evidence {name!r}; known: {', '.join(sorted(known)) or 'none'}",
+                        )
 
 
-_KEYS = {**dict.fromkeys(_REQUIRED, True), **dict.fromkeys(_OPTIONAL, False)}
+_HINT = "fix the signature (see the comment at the top of the file)"
 
 
 def parse_signatures(
@@ -87,94 +148,7 @@ def parse_signatures(
 
 
 def parse_knowledge(data: Any, file: str, lines: Mapping[str, int] | None = None) -> Knowledge:
-    """Signatures and evidence patterns; every `when`/`unless`/`prefer` name must exist."""
-    r = Reader(file, lines, "fix the signature (see the comment at the top of the file)")
-    if not isinstance(data, dict) or data.get("schema") != SIGNATURES_SCHEMA:
-        raise r.fail("schema", f"expected {SIGNATURES_SCHEMA!r}, got {_get(data, 'schema')!r}")
-    r.mapping(data, "", {"schema": True, "signatures": True, "evidence": False})
-    evidence = _parse_evidence(r, data.get("evidence", []))
-    known = {e.name for e in evidence}
-    if not isinstance(data["signatures"], list) or not data["signatures"]:
-        raise r.fail("signatures", "expected a non-empty list")
-    out: list[Signature] = []
-    seen: set[str] = set()
-    for where, entry in r.rows(data, "signatures"):
-        out.append(_parse_entry(r, entry, where))
-        if out[-1].id in seen:
-            raise r.fail(f"{where}.id", f"duplicate id {out[-1].id!r}; give each its own id")
-        seen.add(out[-1].id)
-        for key in ("when", "unless", "prefer"):
-            for i, name in enumerate(getattr(out[-1], key)):
-                if name not in known:
-                    raise r.fail(
-                        f"{where}.{key}[{i}]",
-                        f"unknown evidence {name!r}; known: {', '.join(sorted(known)) or 'none'}",
-                    )
-    return Knowledge(tuple(out), evidence)
-
-
-def _parse_evidence(r: Reader, section: Any) -> tuple[Evidence, ...]:
-    # A list, not a mapping: evidence names (wsl, container, ...) are values here, so they
-    # never read as knowledge keys beside the snapshot facts of the same name.
-    if not isinstance(section, list):
-        raise r.fail("evidence", "expected a list of {id, pattern, meaning}")
-    out: list[Evidence] = []
-    for where, entry in r.rows({"evidence": section}, "evidence"):
-        r.mapping(entry, where, {"id": True, "pattern": True, "meaning": True})
-        name = r.text(entry, "id", where)
-        if not _EVIDENCE_NAME.fullmatch(name):
-            raise r.fail(f"{where}.id", f"{name!r}: evidence names are lower_snake words")
-        if name in {e.name for e in out}:
-            raise r.fail(f"{where}.id", f"{name!r} is named twice")
-        text, meaning = r.text(entry, "pattern", where), r.text(entry, "meaning", where)
-        try:
-            pattern = re.compile(text)
-        except re.error as exc:
-            raise r.fail(f"{where}.pattern", f"not a valid regex ({exc})") from None
-        out.append(Evidence(name, pattern, meaning))
-    return tuple(out)
-
-
-def _get(data: Any, key: str) -> Any:
-    return data.get(key) if isinstance(data, dict) else None
-
-
-def _parse_entry(r: Reader, entry: dict[str, Any], where: str) -> Signature:
-    r.mapping(entry, where, _KEYS)
-    for key in _REQUIRED:
-        r.text(entry, key, where)
-    also = r.str_list(entry, "also", where, "finding codes") if "also" in entry else []
-    for key, code in [("code", entry["code"]), *((f"also[{i}]", c) for i, c in enumerate(also))]:
-        if not _CODE.fullmatch(code):
-            raise r.fail(f"{where}.{key}", f"{code!r} is not an UPPER_SNAKE finding code")
-    silent = r.flag(entry, "silent", where, False)
-    names = {
-        key: r.str_list(entry, key, where, "evidence names") if key in entry else []
-        for key in ("when", "unless", "prefer")
-    }
-    rank = r.get(entry, "rank", where, int, default=0)  # YAML `true` is no integer here
-    r.https(entry, "source", where)
-    try:
-        pattern = re.compile(entry["pattern"])
-    except re.error as exc:
-        raise r.fail(f"{where}.pattern", f"not a valid regex ({exc})") from None
-    if not pattern.search(entry["example"]):
-        raise r.fail(f"{where}.pattern", "does not match its own example; fix one of them")
-    return Signature(
-        id=entry["id"],
-        code=entry["code"],
-        pattern=pattern,
-        title=entry["title"],
-        try_=entry["try"],
-        source=entry["source"],
-        example=entry["example"],
-        also=tuple(also),
-        silent=silent,
-        when=tuple(names["when"]),
-        unless=tuple(names["unless"]),
-        prefer=tuple(names["prefer"]),
-        rank=rank,
-    )
+    return decode(data, Knowledge, file, lines, _HINT)
 
 
 def load_signatures_file(path: str | Path) -> tuple[Signature, ...]:
@@ -182,8 +156,7 @@ def load_signatures_file(path: str | Path) -> tuple[Signature, ...]:
 
 
 def load_knowledge_file(path: str | Path) -> Knowledge:
-    r, data = Reader.read(path, "log signatures")
-    return parse_knowledge(data, str(path), r.lines)
+    return decode_file(path, Knowledge, "log signatures", _HINT)[0]
 
 
 @functools.lru_cache(maxsize=1)

@@ -1,21 +1,32 @@
-"""The one schema reader for the doctor's YAML/JSON inputs (knowledge, profiles, plans).
+"""The one schema reader for the doctor's YAML/JSON inputs: typed contracts, one error shape.
+
+A contract (knowledge file, profile, plan) is declared once as a msgspec `Contract`
+Struct and decoded by `decode`/`decode_file` in one step, so code reads attributes, never
+`dict[str, Any]`. msgspec does the type, required, unknown-field and allowed-value
+checks; a rule the types cannot say raises `FieldError` in `__post_init__` (or in a
+`check` passed to `decode`), naming the field it is about.
 
 Every error has one shape, `FILE:LINE: FIELD: message`, built by `field_error`: FIELD is
 the dotted key path (`torch.version`, `codes.X.urls`, `signatures[3].code`) and LINE the
 line of that key in the file, or of its nearest parent that is there (a missing key
-points at the mapping that lacks it). `Reader.read` parses through `yamlio` (JSON is
-YAML) and indexes the line of every key path once; the typed getters (`get`, `opt`,
-`mapping`, `str_list`, `https`, `version`, `spec`, `parsed`, ...) raise ToolError in that
-shape. A parse from an in-memory mapping (tests, producers in code) has no lines and
-drops the `:LINE` part.
+points at the mapping that lacks it). Lines are indexed only when an error needs them.
+A decode from an in-memory mapping (tests, producers in code) has no lines and drops
+the `:LINE` part. `Reader` keeps the error shape for inputs that are not contracts yet
+(the trainer's config).
+
+msgspec over pydantic: the doctor loads every knowledge file and profile on each run;
+msgspec imports and builds these types in a fraction of pydantic's time
+(docs/architecture.md, "Typed contracts").
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Mapping
+import re
+from collections.abc import Callable, Iterator, Mapping
 from pathlib import Path
-from typing import Any
+from typing import Annotated, Any, Literal, TypeVar, get_args, get_origin
 
+import msgspec
 import yaml
 from packaging.specifiers import InvalidSpecifier, SpecifierSet
 from packaging.version import InvalidVersion, Version
@@ -23,6 +34,23 @@ from packaging.version import InvalidVersion, Version
 from shop_r1_doctor.errors import ToolError
 from shop_r1_doctor.yamlio import SafeLoader, read_yaml
 
+T = TypeVar("T")
+
+
+def listing(what: str) -> msgspec.Meta:
+    """`Annotated[tuple[str, ...], listing("finding codes")]`: errors say `a list of finding codes`."""
+    return msgspec.Meta(description=what)
+
+
+# msgspec's names for JSON-ish kinds -> the words of our messages
+_KIND_WORDS = {
+    "str": "a string",
+    "int": "an integer",
+    "float": "a number",
+    "bool": "true/false",
+    "array": "a list",
+    "object": "a mapping",
+}
 _KIND_NAMES = {
     str: "a string",
     int: "an integer",
@@ -31,8 +59,6 @@ _KIND_NAMES = {
     dict: "a mapping",
     bool: "true/false",
 }
-
-_MISSING = object()
 
 
 def join(where: str, key: object) -> str:
@@ -97,6 +123,13 @@ class LazyLines(Mapping[str, int]):
     def __len__(self) -> int:
         return len(self._lines())
 
+    def __eq__(self, other: object) -> bool:  # equal texts index equally; skip the parse
+        if isinstance(other, LazyLines):
+            return self._text == other._text
+        return super().__eq__(other)
+
+    __hash__ = None  # type: ignore[assignment]
+
 
 def kind_name(kind: type | tuple[type, ...]) -> str:
     kinds = kind if isinstance(kind, tuple) else (kind,)
@@ -112,7 +145,7 @@ def is_kind(value: Any, kind: type | tuple[type, ...]) -> bool:
 
 
 class Reader:
-    """Typed field access over one parsed document; every error is `FILE:LINE: FIELD: ...`.
+    """Where a key path is in one file, and its errors as `FILE:LINE: FIELD: ...`.
 
     `hint` ends every message with what to do ("fix the profile (see docs/profiles.md)")."""
 
@@ -130,7 +163,6 @@ class Reader:
         text, data = read_yaml(path, what)
         return cls(path, LazyLines(text), hint), data
 
-    # --- locating and failing ---------------------------------------------------------
     def line(self, where: str) -> int | None:
         """Line of `where`, or of its nearest parent in the index."""
         probe = where
@@ -146,134 +178,216 @@ class Reader:
         text = f"{message}; {self.hint}" if self.hint else message
         return field_error(self.file, self.line(where), where, text)
 
-    # --- typed getters ----------------------------------------------------------------
-    def mapping(
-        self, obj: Any, where: str, keys: Mapping[str, bool] | None = None
-    ) -> dict[str, Any]:
-        """`obj` as a mapping; with `keys` (name -> required), unknown and missing keys fail."""
-        if not isinstance(obj, dict):
-            raise self.fail(where, f"expected a mapping, got {type(obj).__name__}")
-        if keys is not None:
-            for key in obj:
-                if key not in keys:
-                    raise self.fail(join(where, key), "unknown field")
-            for key, required in keys.items():
-                if required and key not in obj:
-                    raise self.fail(join(where, key), "missing")
-        return obj
 
-    def get(
-        self,
-        obj: Any,
-        key: str,
-        where: str,
-        kind: type | tuple[type, ...] = str,
-        allowed: tuple[Any, ...] | None = None,
-        default: Any = _MISSING,
-    ) -> Any:
-        """A required field of `kind` (and one of `allowed`); with `default`, optional."""
-        path = join(where, key)
-        if not isinstance(obj, dict):
-            raise self.fail(where, f"expected a mapping, got {type(obj).__name__}")
-        if key not in obj:
-            if default is not _MISSING:
-                return default
-            raise self.fail(path, "missing")
-        value = obj[key]
-        if not is_kind(value, kind):
-            raise self.fail(path, f"expected {kind_name(kind)}, got {value!r}")
-        if allowed is not None and value not in allowed:
-            raise self.fail(path, f"expected one of {', '.join(map(str, allowed))}, got {value!r}")
-        return value
+# --- typed contracts ------------------------------------------------------------------
 
-    def opt(self, obj: Any, key: str, where: str, kind: type | tuple[type, ...] = str) -> Any:
-        """An optional field: None when absent or null."""
-        if isinstance(obj, dict) and obj.get(key) is None:
-            return None
-        return self.get(obj, key, where, kind)
 
-    def text(self, obj: Any, key: str, where: str) -> str:
-        """A required non-empty string."""
-        value = self.get(obj, key, where, object)
-        if not isinstance(value, str) or not value.strip():
-            raise self.fail(join(where, key), f"expected a non-empty string, got {value!r}")
-        return value
+class Contract(msgspec.Struct, frozen=True, forbid_unknown_fields=True, kw_only=True):
+    """Base of every declared input: immutable, unknown keys fail, fields by name."""
 
-    def positive_int(self, obj: Any, key: str, where: str) -> int | None:
-        value = obj.get(key) if isinstance(obj, dict) else None
-        if value is None:
-            return None
-        if not is_kind(value, int) or value < 1:
-            raise self.fail(join(where, key), f"expected a positive integer, got {value!r}")
-        return int(value)
 
-    def flag(self, obj: Any, key: str, where: str, default: bool) -> bool:
-        return bool(self.get(obj, key, where, bool, default=default))
+class FieldError(ValueError):
+    """A rule the types cannot say, about `field` (a key path relative to the Struct
+    that raises it, or to the document when raised by a `decode` check)."""
 
-    def str_list(
-        self, obj: Any, key: str, where: str, what: str = "strings", nonempty: bool = False
-    ) -> list[str]:
-        """A required list of strings (`what` names them in the message)."""
-        value = obj.get(key) if isinstance(obj, dict) else None
-        ok = isinstance(value, list) and all(isinstance(v, str) for v in value)
-        if not isinstance(value, list) or not ok or (nonempty and not value):
-            raise self.fail(join(where, key), f"expected a list of {what}, got {value!r}")
-        return list(value)
+    def __init__(self, field: str, message: str) -> None:
+        super().__init__(message)
+        self.field = field
+        self.message = message
 
-    def https(self, obj: Any, key: str, where: str) -> str:
-        value = self.get(obj, key, where)
-        if not value.startswith("https://"):
-            raise self.fail(join(where, key), f"expected an https:// URL, got {value!r}")
-        return str(value)
 
-    def https_list(self, obj: Any, key: str, where: str) -> list[str]:
-        urls = self.get(obj, key, where, list)
-        if not all(isinstance(u, str) and u.startswith("https://") for u in urls):
-            raise self.fail(join(where, key), "expected a list of https:// URLs")
-        return list(urls)
+def decode(
+    data: Any,
+    type_: type[T],
+    file: str | Path,
+    lines: Mapping[str, int] | None = None,
+    hint: str = "",
+    check: Callable[[T], None] | None = None,
+) -> T:
+    """`data` as a `type_` (a Contract), or ToolError `FILE:LINE: FIELD: message`.
+    `check` holds rules that need more than the document (its file name, other files)."""
+    reader = Reader(file, lines, hint)
+    schema = _schema_of(type_)
+    if schema is not None and (not isinstance(data, dict) or data.get("schema") != schema):
+        got = data.get("schema") if isinstance(data, dict) else None
+        raise reader.fail("schema", f"expected {schema!r}, got {got!r}")  # another kind of file
+    try:
+        out = msgspec.convert(data, type_, dec_hook=_dec_hook)
+        if check is not None:
+            check(out)
+    except msgspec.ValidationError as exc:
+        raise reader.fail(*_explain(exc, data, type_, "")) from None
+    except FieldError as exc:
+        raise reader.fail(exc.field, exc.message) from None
+    return out
 
-    def str_map(self, obj: Any, where: str) -> dict[str, str]:
-        """A mapping of names to strings; None is empty."""
-        if obj is None:
-            return {}
-        if not isinstance(obj, dict):
-            raise self.fail(where, "expected a mapping of names to strings")
-        for key, value in obj.items():
-            if not isinstance(value, str):
-                raise self.fail(join(where, key), f"expected a string, got {value!r}")
-        return {str(k): v for k, v in obj.items()}
 
-    def version(self, obj: Any, key: str, where: str) -> Version:
-        text = self.get(obj, key, where)
+def decode_file(
+    path: str | Path,
+    type_: type[T],
+    what: str,
+    hint: str = "",
+    check: Callable[[T], None] | None = None,
+) -> tuple[T, Mapping[str, int]]:
+    """(decoded contract, line index) of a YAML/JSON file (JSON is YAML)."""
+    reader, data = Reader.read(path, what, hint)
+    return decode(data, type_, path, reader.lines, hint, check), reader.lines
+
+
+def _schema_of(type_: Any) -> str | None:
+    """The one `schema:` value a contract file declares (`schema: Literal["x/1"]`)."""
+    if not (isinstance(type_, type) and issubclass(type_, msgspec.Struct)):
+        return None
+    for f in msgspec.structs.fields(type_):
+        if f.name == "schema" and get_origin(f.type) is Literal and len(get_args(f.type)) == 1:
+            return str(get_args(f.type)[0])
+    return None
+
+
+def _dec_hook(type_: type, obj: Any) -> Any:
+    """Types msgspec does not know: versions, ranges, regexes, and any class with a
+    `from_yaml(obj)` classmethod (compute capabilities live in `hardware`)."""
+    from_yaml = getattr(type_, "from_yaml", None)
+    if from_yaml is not None:
+        return from_yaml(obj)
+    if not isinstance(obj, str):
+        raise TypeError(f"expected a string, got {obj!r}")
+    if type_ is Version:
         try:
-            return Version(text)
+            return Version(obj)
         except InvalidVersion:
-            raise self.fail(join(where, key), f"not a version: {text!r}") from None
-
-    def spec(self, obj: Any, key: str, where: str) -> SpecifierSet:
-        text = self.get(obj, key, where)
-        return self.spec_text(text, join(where, key))
-
-    def spec_text(self, text: str, path: str) -> SpecifierSet:
+            raise ValueError(f"not a version: {obj!r}") from None
+    if type_ is SpecifierSet:
         try:
-            return SpecifierSet(text)
+            return SpecifierSet(obj)
         except InvalidSpecifier:
-            raise self.fail(path, f"not a version range: {text!r}") from None
+            raise ValueError(f"not a version range: {obj!r}") from None
+    if type_ is re.Pattern or get_origin(type_) is re.Pattern:
+        try:
+            return re.compile(obj)
+        except re.error as exc:
+            raise ValueError(f"not a valid regex ({exc})") from None
+    raise NotImplementedError(f"no decoder for {type_!r}")
 
-    def parsed(self, value: Any, parse: Any, path: str, expected: str) -> Any:
-        """`parse(value)`, where a None result fails as `expected ...: value` (the caller
-        brings the parser: compute capabilities live in `hardware`, a layer above)."""
-        out = parse(value)
-        if out is None:
-            raise self.fail(path, f"{expected}: {value!r}")
-        return out
 
-    def rows(self, data: Any, key: str, where: str = "") -> list[tuple[str, dict[str, Any]]]:
-        """The items of a list of mappings, each with its path (`key[i]`)."""
-        out = []
-        for i, item in enumerate(self.get(data, key, where, list)):
-            path = f"{join(where, key)}[{i}]"
-            if not isinstance(item, dict):
-                raise self.fail(path, "expected a mapping")
-            out.append((path, item))
-        return out
+def nonempty(obj: object, *names: str) -> None:
+    """FieldError for the first of `names` that is a blank string (YAML `name: ""`)."""
+    for name in names:
+        value = getattr(obj, name)
+        if not value.strip():
+            raise FieldError(name, f"expected a non-empty string, got {value!r}")
+
+
+def https(url: str, field: str) -> None:
+    if not url.startswith("https://"):
+        raise FieldError(field, f"expected an https:// URL, got {url!r}")
+
+
+def is_version(text: str) -> bool:
+    try:
+        Version(text)
+    except InvalidVersion:
+        return False
+    return True
+
+
+# --- msgspec's error -> our key path and words ----------------------------------------
+
+_AT = re.compile(r"(?s)(.*) - at `\$(.*)`")
+_STEP = re.compile(r"\.([^.\[]+)|\[(\d+|\.\.\.)\]")
+_ANY_KEY = object()  # msgspec writes a dict key as `[...]`
+_NOTHING = object()
+
+
+def _explain(exc: msgspec.ValidationError, data: Any, type_: Any, base: str) -> tuple[str, str]:
+    """(key path, message) of msgspec's error, in the words of `field_error`."""
+    m = _AT.fullmatch(str(exc))
+    text, at = (m.group(1), m.group(2)) if m else (str(exc), "")
+    steps: list[Any] = [
+        name if name else (_ANY_KEY if index == "..." else int(index))
+        for name, index in _STEP.findall(at)
+    ]
+    if _ANY_KEY in steps:  # find the key: decode each value of that mapping alone
+        i = steps.index(_ANY_KEY)
+        container, value_type = _walk(data, steps[:i]), _type_at(type_, steps[:i])
+        value_type = get_args(value_type)[1] if len(get_args(value_type)) == 2 else Any
+        if isinstance(container, dict):
+            for key, value in container.items():
+                try:
+                    msgspec.convert(value, value_type, dec_hook=_dec_hook)
+                except msgspec.ValidationError as sub:
+                    return _explain(sub, value, value_type, _path(base, [*steps[:i], key]))
+        steps = steps[:i]
+    path = _path(base, steps)
+    cause = exc.__cause__
+    if isinstance(cause, FieldError):
+        return join(path, cause.field), cause.message
+    value = _walk(data, steps)
+    if m := re.fullmatch(r"Object contains unknown field `(.*)`", text):
+        return join(path, m.group(1)), "unknown field"
+    if m := re.fullmatch(r"Object missing required field `(.*)`", text):
+        return join(path, m.group(1)), "missing"
+    if m := re.fullmatch(r"Expected `(.*)`, got `.*`", text):
+        kinds = [_KIND_WORDS.get(k, k) for k in m.group(1).split(" | ") if k != "null"]
+        if steps and isinstance(steps[-1], int) and "a mapping" not in kinds:
+            steps = steps[:-1]  # a bad item of a list of scalars: the list is what is wrong
+            path, value, kinds = _path(base, steps), _walk(data, steps), ["a list"]
+        what = _description(type_, steps)
+        if kinds == ["a list"] and what:
+            kinds = [f"a list of {what}"]
+        return path, f"expected {' or '.join(kinds)}, got {value!r}"
+    if text.startswith("Invalid enum value"):
+        allowed = get_args(_type_at(type_, steps))
+        if len(allowed) == 1:
+            return path, f"expected {allowed[0]!r}, got {value!r}"
+        return path, f"expected one of {', '.join(map(str, allowed))}, got {value!r}"
+    return path, text
+
+
+def _path(base: str, steps: list[Any]) -> str:
+    out = base
+    for step in steps:
+        out = f"{out}[{step}]" if isinstance(step, int) else join(out, step)
+    return out
+
+
+def _walk(data: Any, steps: list[Any]) -> Any:
+    for step in steps:
+        try:
+            data = data[step]
+        except (KeyError, IndexError, TypeError):
+            return _NOTHING
+    return data
+
+
+def _description(type_: Any, steps: list[Any]) -> str:
+    """The `listing(...)` words of the field at a key path, or ""."""
+    declared = _type_at(type_, steps, keep_annotated=True)
+    if get_origin(declared) is Annotated:
+        for meta in declared.__metadata__:
+            if isinstance(meta, msgspec.Meta) and meta.description:
+                return meta.description
+    return ""
+
+
+def _type_at(type_: Any, steps: list[Any], keep_annotated: bool = False) -> Any:
+    """The declared type at a key path (`X | None` and Annotated unwrapped), or Any."""
+    for step in [*steps, None]:
+        if get_origin(type_) is Annotated and not (keep_annotated and step is None):
+            type_ = get_args(type_)[0]
+        args = [a for a in get_args(type_) if a is not type(None)]
+        if get_origin(type_) is not Literal and len(args) < len(get_args(type_)):
+            type_ = args[0] if len(args) == 1 else type_  # X | None -> X
+            args = list(get_args(type_))
+        if step is None:
+            return type_
+        if isinstance(type_, type) and issubclass(type_, msgspec.Struct):
+            fields = msgspec.structs.fields(type_)
+            type_ = next((f.type for f in fields if f.encode_name == step), Any)
+        elif get_origin(type_) in (list, tuple):
+            type_ = args[0] if args else Any
+        elif get_origin(type_) is dict:
+            type_ = args[1] if len(args) == 2 else Any
+        else:
+            return Any
+    return type_

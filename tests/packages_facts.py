@@ -6,7 +6,7 @@ from __future__ import annotations
 from shop_r1_doctor.facts import Facts
 from shop_r1_doctor.knowledge import load_compat
 
-SOURCE = load_compat().numpy2["source"]
+SOURCE = load_compat().numpy2.source
 
 
 def pkg(version: str | None, *requires: str) -> dict:

@@ -37,7 +37,7 @@ def _torch_abi(facts: Facts) -> bool | None:
         return bool(t["cxx11_abi"])
     tv = torch_version(facts)
     row = load_compat().flash_attn_abi_for(tv) if tv else None
-    return row.value == "True" if row else None
+    return row.abi if row else None
 
 
 def wheel_url(facts: Facts) -> str | None:

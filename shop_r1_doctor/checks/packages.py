@@ -143,15 +143,15 @@ def numpy2(facts: Facts) -> Iterator[Finding]:
     if numpy is None:
         return
     rules = load_compat().numpy2
-    source = rules["source"]
+    source = rules.source
     megatron = pkg_version(facts, "megatron-core")
     opencv = [(n, v) for n in OPENCV if (v := pkg_version(facts, n)) is not None]
-    last = rules["opencv_last_numpy1"]
+    last = rules.opencv_last_numpy1
     pin_fix = f'pip install "numpy<2" "opencv-python-headless=={last}"'
     if (
         numpy.major >= 2
         and megatron is not None
-        and megatron.release[:2] <= Version(rules["megatron_numpy1_until"]).release
+        and megatron.release[:2] <= rules.megatron_numpy1_until.release
     ):
         yield finding(
             "NUMPY2_MEGATRON_VS_OPENCV",
@@ -161,7 +161,7 @@ def numpy2(facts: Facts) -> Iterator[Finding]:
         )
     if numpy.major < 2:
         for name, ov in opencv:
-            if ov >= Version(rules["opencv_numpy2_from"]):
+            if ov >= rules.opencv_numpy2_from:
                 yield finding(
                     "NUMPY2_MEGATRON_VS_OPENCV",
                     f"{name} {ov} requires numpy>=2; numpy {numpy} is installed",
@@ -170,12 +170,12 @@ def numpy2(facts: Facts) -> Iterator[Finding]:
                 )
         return
     tv = torch_version(facts)
-    if tv is not None and tv < Version(rules["torch_numpy2_from"]):
+    if tv is not None and tv < rules.torch_numpy2_from:
         yield finding(
             "NUMPY2_BINARY_INCOMPAT",
             f"torch {tv} was built against NumPy 1; numpy {numpy} is installed",
             detail="'A module that was compiled using NumPy 1.x cannot be run in NumPy 2.x'.",
-            fix=f'pip install "numpy<2"  (or torch >= {rules["torch_numpy2_from"]})',
+            fix=f'pip install "numpy<2"  (or torch >= {rules.torch_numpy2_from})',
         )
     for dist, version, req in _requirements(facts):
         if canonicalize_name(req.name) != "numpy" or dist == "megatron-core":

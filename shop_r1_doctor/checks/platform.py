@@ -7,8 +7,6 @@ import posixpath
 from collections.abc import Iterator
 from typing import Any
 
-from packaging.version import Version
-
 from shop_r1_doctor.checks._base import (
     bytes_gib,
     env_set,
@@ -152,13 +150,13 @@ def windows_compile(facts: Facts) -> Iterator[Finding]:
 
 def hf_xet(facts: Facts) -> Iterator[Finding]:
     xv = pkg_version(facts, "hf-xet")
-    fixed = Version(load_compat().hf_xet["stall_fixed_in"])
+    fixed = load_compat().hf_xet.stall_fixed_in
     if xv is None or xv >= fixed or env_set(facts, "HF_HUB_DISABLE_XET") is not False:
         return
     yield finding(
         "HF_XET_DOWNLOAD_STALL",
         f"hf-xet {xv} (< {fixed}) downloads can stall at 0% or 99% on some networks",
-        detail=load_compat().hf_xet["source"],
+        detail=load_compat().hf_xet.source,
         fix=f'pip install -U "hf-xet>={fixed}", or export HF_HUB_DISABLE_XET=1',
     )
 

@@ -166,7 +166,7 @@ def cuda_toolkit(facts: Facts) -> Iterator[Finding]:
         )
     ccs = [c for c in (gpu_cc(g) for g in facts.gpus) if c]
     row = load_compat().nvcc_min_for_cc(max(ccs)) if ccs else None
-    need = parse_version(row.value) if row else None
+    need = row.nvcc if row else None
     if nvcc_v is not None and need is not None and nvcc_v < need and building:
         yield finding(
             "NVCC_TOO_OLD_FOR_ARCH",

@@ -168,18 +168,18 @@ def attention_backend_env(facts: Facts) -> Iterator[Finding]:
     if not value or vv is None:
         return
     rules = load_compat().vllm_attention_env
-    if value.upper() == "XFORMERS" and vv > Version(rules["xformers_removed_after"]):
-        why = f"the XFORMERS backend was removed after vLLM {rules['xformers_removed_after']}"
-    elif vv >= Version(rules["ignored_from"]):
-        why = f"vLLM >= {rules['ignored_from']} ignores VLLM_ATTENTION_BACKEND silently"
-    elif vv >= Version(rules["deprecated_from"]):
-        why = f"VLLM_ATTENTION_BACKEND is deprecated since vLLM {rules['deprecated_from']}"
+    if value.upper() == "XFORMERS" and vv > rules.xformers_removed_after:
+        why = f"the XFORMERS backend was removed after vLLM {rules.xformers_removed_after}"
+    elif vv >= rules.ignored_from:
+        why = f"vLLM >= {rules.ignored_from} ignores VLLM_ATTENTION_BACKEND silently"
+    elif vv >= rules.deprecated_from:
+        why = f"VLLM_ATTENTION_BACKEND is deprecated since vLLM {rules.deprecated_from}"
     else:
         return
     yield finding(
         "VLLM_ATTENTION_BACKEND_IGNORED",
         f"VLLM_ATTENTION_BACKEND={value} with vLLM {vv}: {why}",
-        detail=rules["source"],
+        detail=rules.source,
     )
 
 

@@ -1,6 +1,6 @@
 """Compatibility knowledge (`compat.yaml`), loaded and validated in one place.
 
-`load_compat()` parses the YAML once into typed, frozen records and answers lookups
+`load_compat()` decodes the YAML once into typed, frozen records (msgspec Structs) and answers lookups
 (driver minimum for a CUDA version, torch arch list for a build, vLLM's torch pin, ...).
 A malformed entry raises `FILE:LINE: FIELD: message` (shop_r1_doctor.schema). Checks prefer facts
 read from the machine (Requires-Dist, torch's arch list) and fall back to these tables.
@@ -10,15 +10,22 @@ from __future__ import annotations
 
 import functools
 from collections.abc import Mapping
-from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Annotated, Any, Literal
 
+import msgspec
 from packaging.specifiers import SpecifierSet
 from packaging.version import Version
 
-from shop_r1_doctor.hardware import parse_cc
-from shop_r1_doctor.schema import Reader
+from shop_r1_doctor.hardware import Cc
+from shop_r1_doctor.schema import (
+    Contract,
+    FieldError,
+    decode,
+    decode_file,
+    is_version,
+    listing,
+)
 
 COMPAT_PATH = Path(__file__).with_name("compat.yaml")
 COMPAT_SCHEMA = "shop-r1.compat/1"
@@ -39,23 +46,20 @@ def driver_text(version: Version) -> str:
     return ".".join([str(major), *(f"{n:02d}" for n in rest)])
 
 
-@dataclass(frozen=True)
-class DriverMin:
+class DriverMin(Contract, frozen=True):
     cuda: Version
-    linux: Version | None
-    windows: Version | None
     source: str
+    linux: Version | None = None
+    windows: Version | None = None
 
 
-@dataclass(frozen=True)
-class MinorCompat:
+class MinorCompat(Contract, frozen=True):
     cuda_major: int
     linux: Version
     source: str
 
 
-@dataclass(frozen=True)
-class TorchRelease:
+class TorchRelease(Contract, frozen=True):
     torch: str  # "2.11"
     python: SpecifierSet
     variants: tuple[str, ...]
@@ -63,76 +67,160 @@ class TorchRelease:
     source: str
 
 
-@dataclass(frozen=True)
-class TorchArchs:
+class TorchArchs(Contract, frozen=True):
     variant: str
     torch: SpecifierSet
-    archs: tuple[CC, ...]
+    archs: tuple[Cc, ...]
     ptx: bool
     source: str
 
 
-@dataclass(frozen=True)
-class Ranged:
-    """A value that holds for a version range of one package (vLLM pins, NCCL, ...)."""
+class Ranged(Contract, frozen=True):
+    """A value that holds for a version range of one package (vLLM pins, NCCL, ...).
+    Each table names `spec` and `value` for what they hold (subclasses below)."""
 
     spec: SpecifierSet
     value: str
     source: str
-    extra: str = ""  # CUDA version of a vLLM range; effect of an expandable_segments rule
+    extra: str = ""  # CUDA version of a vLLM range
     cuda_major: int | None = None
 
 
-@dataclass(frozen=True)
-class FaWheels:
+class _NcclRow(Ranged, frozen=True):
+    spec: SpecifierSet = msgspec.field(name="torch")
+    value: str = msgspec.field(name="nccl")
+
+
+class _VllmTorchRow(Ranged, frozen=True):
+    spec: SpecifierSet = msgspec.field(name="vllm")
+    value: str = msgspec.field(name="torch")
+    extra: str = msgspec.field(default="", name="cuda")
+
+
+class _VllmOpencvRow(Ranged, frozen=True):
+    spec: SpecifierSet = msgspec.field(name="vllm")
+    value: str = msgspec.field(name="opencv_python_headless")
+
+
+class _VllmMinCcRow(Ranged, frozen=True):
+    spec: SpecifierSet = msgspec.field(name="vllm")
+    value: str = msgspec.field(name="min_cc")
+
+
+class _VllmSegmentsRow(Ranged, frozen=True):
+    spec: SpecifierSet = msgspec.field(name="vllm")
+    value: Literal["assert", "handled"] = msgspec.field(name="effect")
+
+
+class _TrlVllmRow(Ranged, frozen=True):
+    spec: SpecifierSet = msgspec.field(name="trl")
+    value: str = msgspec.field(name="vllm")
+
+
+class AbiRow(Contract, frozen=True):
+    """Whether flash-attn's wheels for a torch range are built with the C++11 ABI."""
+
+    spec: SpecifierSet = msgspec.field(name="torch")
+    abi: bool
+    source: str
+
+
+class NvccRow(Contract, frozen=True):
+    """The first nvcc that compiles for GPUs from `min_cc` on."""
+
+    min_cc: Cc
+    nvcc: Version
+    source: str
+
+
+class FaWheels(Contract, frozen=True):
     flash_attn: SpecifierSet
     torch: SpecifierSet
     cuda_majors: tuple[int, ...]
     source: str
     release: str = ""  # newest release with assets in this range; "" = none known
     # torch minor ("2.9") -> the Pythons that have wheels for it; unlisted: every Python
-    python_for_torch: tuple[tuple[str, SpecifierSet], ...] = ()
+    python_for_torch: dict[str, SpecifierSet] = {}
 
     def covers(self, torch: Version, cuda_major: int, python: Version | None = None) -> bool:
         if public(torch) not in self.torch or cuda_major not in self.cuda_majors:
             return False
-        pythons = dict(self.python_for_torch).get(f"{torch.major}.{torch.minor}")
+        pythons = self.python_for_torch.get(f"{torch.major}.{torch.minor}")
         return pythons is None or python is None or public(python) in pythons
 
+    def __post_init__(self) -> None:
+        if self.release and not is_version(self.release):
+            raise FieldError("release", f"not a version: {self.release!r}")
 
-@dataclass(frozen=True)
-class Feature:
-    name: str
-    min_cc: CC
-    max_cc: CC | None
+
+class Feature(Contract, frozen=True):
+    min_cc: Cc
     source: str
+    max_cc: Cc | None = None
     dist: str = ""
     module: str = ""
 
 
-@dataclass(frozen=True)
-class Compat:
+class FaArchs(Contract, frozen=True):
+    archs: tuple[Cc, ...]
+    sm120_native_from: Version
+    source: str
+
+
+class AttentionEnv(Contract, frozen=True):
+    """vLLM's VLLM_ATTENTION_BACKEND over its versions."""
+
+    deprecated_from: Version
+    ignored_from: Version
+    xformers_removed_after: Version
+    source: str
+
+
+class Numpy2(Contract, frozen=True):
+    """Which versions of torch, Megatron and OpenCV need or refuse numpy 2."""
+
+    torch_numpy2_from: Version
+    megatron_numpy1_until: Version
+    opencv_numpy2_from: Version
+    opencv_last_numpy1: Version
+    source: str
+
+
+class HfXet(Contract, frozen=True):
+    stall_fixed_in: Version
+    source: str
+
+
+class Compat(Contract, frozen=True):
+    schema: Literal["shop-r1.compat/1"]
     driver_min: tuple[DriverMin, ...]
     minor_compat: tuple[MinorCompat, ...]
     torch_releases: tuple[TorchRelease, ...]
     torch_archs: tuple[TorchArchs, ...]
-    nccl_bundled: tuple[Ranged, ...]
-    vllm_torch: tuple[Ranged, ...]
-    vllm_opencv: tuple[Ranged, ...]  # value = vLLM's opencv-python-headless floor
-    vllm_min_cc: tuple[Ranged, ...]
-    vllm_expandable_segments: tuple[Ranged, ...]
-    vllm_attention_env: dict[str, str]
-    trl_vllm: tuple[Ranged, ...]
+    nccl_bundled: tuple[_NcclRow, ...]
+    vllm_torch: tuple[_VllmTorchRow, ...]
+    vllm_opencv: tuple[_VllmOpencvRow, ...]  # value = vLLM's opencv-python-headless floor
+    vllm_min_cc: tuple[_VllmMinCcRow, ...]
+    vllm_expandable_segments: tuple[_VllmSegmentsRow, ...]
+    vllm_attention_env: AttentionEnv
+    trl_vllm: tuple[_TrlVllmRow, ...]
     flash_attn_wheels: tuple[FaWheels, ...]
     flash_attn_wheel_url: str
-    flash_attn_cxx11abi: tuple[Ranged, ...]
-    flash_attn_archs: tuple[CC, ...]
-    flash_attn_sm120_from: Version
-    flash_attn_archs_source: str
+    flash_attn_cxx11abi: tuple[AbiRow, ...]
+    flash_attn_archs: FaArchs
     features: dict[str, Feature]
-    nvcc_min_for_arch: tuple[Ranged, ...]  # value = nvcc version; extra = min cc
-    numpy2: dict[str, str]
-    hf_xet: dict[str, str]
+    nvcc_min_for_arch: tuple[NvccRow, ...]
+    numpy2: Numpy2
+    hf_xet: HfXet
+    as_of: str = ""
+
+    @property
+    def flash_attn_sm120_from(self) -> Version:
+        return self.flash_attn_archs.sm120_native_from
+
+    @property
+    def flash_attn_archs_source(self) -> str:
+        return self.flash_attn_archs.source
 
     # --- lookups (None = the tables do not say) ---
     def driver_min_for(self, cuda: Version, os: str = "linux") -> DriverMin | None:
@@ -188,8 +276,9 @@ class Compat:
     def trl_vllm_range(self, trl: Version) -> Ranged | None:
         return self._ranged(self.trl_vllm, trl)
 
-    def flash_attn_abi_for(self, torch: Version) -> Ranged | None:
-        return self._ranged(self.flash_attn_cxx11abi, torch)
+    def flash_attn_abi_for(self, torch: Version) -> AbiRow | None:
+        base = public(torch)
+        return next((r for r in self.flash_attn_cxx11abi if base in r.spec), None)
 
     def fa_wheel_rows(self, flash_attn: Version) -> list[FaWheels]:
         base = public(flash_attn)
@@ -208,204 +297,21 @@ class Compat:
     def feature(self, name: str) -> Feature | None:
         return self.features.get(name)
 
-    def nvcc_min_for_cc(self, cc: CC) -> Ranged | None:
-        def min_cc(row: Ranged) -> CC:
-            return parse_cc(row.extra) or (0, 0)  # validated when parsed
-
-        rows = [r for r in self.nvcc_min_for_arch if min_cc(r) <= cc]
-        return max(rows, key=min_cc) if rows else None
-
-
-# --- parsing with one-line errors ------------------------------------------------------
+    def nvcc_min_for_cc(self, cc: CC) -> NvccRow | None:
+        rows = [r for r in self.nvcc_min_for_arch if r.min_cc <= cc]
+        return max(rows, key=lambda r: r.min_cc) if rows else None
 
 
 _HINT = "fix the entry or reinstall shop-r1"
 
 
-def _reader(file: str, lines: Mapping[str, int] | None) -> Reader:
-    return Reader(file, lines, _HINT)
-
-
-def _rows(r: Reader, data: Any, key: str) -> list[tuple[str, dict[str, Any]]]:
-    """A list of mappings, each with a `source`."""
-    rows = r.rows(data, key)
-    for where, item in rows:
-        r.get(item, "source", where)
-    return rows
-
-
-def _cc(r: Reader, value: Any, path: str) -> CC:
-    cc: CC = r.parsed(value, parse_cc, path, "not a compute capability like '8.0'")
-    return cc
-
-
-# Top-level sections of compat.yaml (name -> required); another name is a typo.
-_COMPAT_KEYS = {
-    **dict.fromkeys(
-        [
-            "schema",
-            "driver_min",
-            "minor_compat",
-            "torch_releases",
-            "torch_archs",
-            "nccl_bundled",
-            "vllm_torch",
-            "vllm_opencv",
-            "vllm_min_cc",
-            "vllm_expandable_segments",
-            "vllm_attention_env",
-            "trl_vllm",
-            "flash_attn_wheels",
-            "flash_attn_wheel_url",
-            "flash_attn_cxx11abi",
-            "flash_attn_archs",
-            "features",
-            "nvcc_min_for_arch",
-            "numpy2",
-            "hf_xet",
-        ],
-        True,
-    ),
-    "as_of": False,
-}
-
-
 def parse_compat(data: Any, file: str, lines: Mapping[str, int] | None = None) -> Compat:
-    r = _reader(file, lines)
-    if not isinstance(data, dict):
-        raise r.fail("compat", "expected a mapping at the top level")
-    if data.get("schema") != COMPAT_SCHEMA:
-        raise r.fail("schema", f"expected {COMPAT_SCHEMA!r}, got {data.get('schema')!r}")
-    r.mapping(data, "", _COMPAT_KEYS)
-
-    def ranged(key: str, spec_key: str, value_key: str, extra_key: str = "") -> tuple[Ranged, ...]:
-        return tuple(
-            Ranged(
-                spec=r.spec(item, spec_key, w),
-                value=str(r.get(item, value_key, w, (str, bool))),
-                source=item["source"],
-                extra=str(r.get(item, extra_key, w)) if extra_key and extra_key in item else "",
-                cuda_major=r.opt(item, "cuda_major", w, int),
-            )
-            for w, item in _rows(r, data, key)
-        )
-
-    drivers = tuple(
-        DriverMin(
-            cuda=r.version(item, "cuda", w),
-            linux=r.version(item, "linux", w) if "linux" in item else None,
-            windows=r.version(item, "windows", w) if "windows" in item else None,
-            source=item["source"],
-        )
-        for w, item in _rows(r, data, "driver_min")
-    )
-    minor = tuple(
-        MinorCompat(r.get(item, "cuda_major", w, int), r.version(item, "linux", w), item["source"])
-        for w, item in _rows(r, data, "minor_compat")
-    )
-    releases = tuple(
-        TorchRelease(
-            torch=r.get(item, "torch", w),
-            python=r.spec(item, "python", w),
-            variants=tuple(str(v) for v in r.get(item, "variants", w, list)),
-            default=r.get(item, "default", w),
-            source=item["source"],
-        )
-        for w, item in _rows(r, data, "torch_releases")
-    )
-    archs = tuple(
-        TorchArchs(
-            variant=r.get(item, "variant", w),
-            torch=r.spec(item, "torch", w),
-            archs=tuple(
-                _cc(r, a, f"{w}.archs[{i}]") for i, a in enumerate(r.get(item, "archs", w, list))
-            ),
-            ptx=r.get(item, "ptx", w, bool),
-            source=item["source"],
-        )
-        for w, item in _rows(r, data, "torch_archs")
-    )
-    fa = tuple(
-        FaWheels(
-            flash_attn=r.spec(item, "flash_attn", w),
-            torch=r.spec(item, "torch", w),
-            cuda_majors=tuple(int(c) for c in r.get(item, "cuda_majors", w, list)),
-            source=item["source"],
-            release=str(r.version(item, "release", w)) if "release" in item else "",
-            python_for_torch=tuple(
-                (str(minor), r.spec(pys, str(minor), f"{w}.python_for_torch"))
-                for pys in [r.opt(item, "python_for_torch", w, dict) or {}]
-                for minor in pys
-            ),
-        )
-        for w, item in _rows(r, data, "flash_attn_wheels")
-    )
-    fa_archs = r.get(data, "flash_attn_archs", "", dict)
-    features = {}
-    for name, item in r.get(data, "features", "", dict).items():
-        w = f"features.{name}"
-        r.get(item, "source", w)
-        features[name] = Feature(
-            name=name,
-            min_cc=_cc(r, r.get(item, "min_cc", w), f"{w}.min_cc"),
-            max_cc=_cc(r, item["max_cc"], f"{w}.max_cc") if "max_cc" in item else None,
-            source=item["source"],
-            dist=r.opt(item, "dist", w) or "",
-            module=r.opt(item, "module", w) or "",
-        )
-    nvcc_rows = tuple(
-        Ranged(
-            spec=SpecifierSet(),
-            value=str(r.version(item, "nvcc", w)),
-            source=item["source"],
-            extra=_cc_text(_cc(r, r.get(item, "min_cc", w), f"{w}.min_cc")),
-        )
-        for w, item in _rows(r, data, "nvcc_min_for_arch")
-    )
-    for mapping in ("vllm_attention_env", "numpy2", "hf_xet"):
-        section = r.get(data, mapping, "", dict)
-        r.get(section, "source", mapping)
-        for key, value in section.items():
-            if key != "source":
-                r.version(section, key, mapping)
-            elif not isinstance(value, str):
-                raise r.fail(f"{mapping}.{key}", "expected a string")
-    return Compat(
-        driver_min=drivers,
-        minor_compat=minor,
-        torch_releases=releases,
-        torch_archs=archs,
-        nccl_bundled=ranged("nccl_bundled", "torch", "nccl"),
-        vllm_torch=ranged("vllm_torch", "vllm", "torch", "cuda"),
-        vllm_opencv=ranged("vllm_opencv", "vllm", "opencv_python_headless"),
-        vllm_min_cc=ranged("vllm_min_cc", "vllm", "min_cc"),
-        vllm_expandable_segments=ranged("vllm_expandable_segments", "vllm", "effect"),
-        vllm_attention_env=dict(data["vllm_attention_env"]),
-        trl_vllm=ranged("trl_vllm", "trl", "vllm"),
-        flash_attn_wheels=fa,
-        flash_attn_wheel_url=r.get(data, "flash_attn_wheel_url", ""),
-        flash_attn_cxx11abi=ranged("flash_attn_cxx11abi", "torch", "abi"),
-        flash_attn_archs=tuple(
-            _cc(r, a, f"flash_attn_archs.archs[{i}]")
-            for i, a in enumerate(r.get(fa_archs, "archs", "flash_attn_archs", list))
-        ),
-        flash_attn_sm120_from=r.version(fa_archs, "sm120_native_from", "flash_attn_archs"),
-        flash_attn_archs_source=r.get(fa_archs, "source", "flash_attn_archs"),
-        features=features,
-        nvcc_min_for_arch=nvcc_rows,
-        numpy2=dict(data["numpy2"]),
-        hf_xet=dict(data["hf_xet"]),
-    )
-
-
-def _cc_text(cc: CC) -> str:
-    return f"{cc[0]}.{cc[1]}"
+    return decode(data, Compat, file, lines, _HINT)
 
 
 def load_compat_file(path: str | Path) -> Compat:
     """Parse one compat file (tests point this at broken copies)."""
-    r, data = Reader.read(path, "compatibility data")
-    return parse_compat(data, str(path), r.lines)
+    return decode_file(path, Compat, "compatibility data", _HINT)[0]
 
 
 @functools.lru_cache(maxsize=1)
@@ -418,64 +324,46 @@ def load_compat() -> Compat:
 
 CODES_PATH = Path(__file__).with_name("codes.yaml")
 CODES_SCHEMA = "shop-r1.codes/1"
-_SEVERITIES = ("error", "warning", "info")
 
 
-@dataclass(frozen=True)
-class CodeInfo:
+class CodeInfo(Contract, frozen=True):
     """What a finding code means: default severity, trigger, fix and catalog sources."""
 
-    code: str
-    severity: str
+    severity: Literal["error", "warning", "info"]
     subject: str
     trigger: str
     fix: str
     urls: tuple[str, ...]
     log_only: bool = False
     # codes this one is the root cause of: when both fire, the symptom leaves the summary
-    explains: tuple[str, ...] = ()
+    explains: Annotated[tuple[str, ...], listing("finding codes")] = ()
+    code: str = ""  # the key it is filed under (set when the file is decoded)
+
+    def __post_init__(self) -> None:
+        if not all(u.startswith("https://") for u in self.urls):
+            raise FieldError("urls", "expected a list of https:// URLs")
 
 
-_CODE_KEYS = {
-    **dict.fromkeys(("severity", "subject", "trigger", "fix", "urls"), True),
-    **dict.fromkeys(("log_only", "explains"), False),
-}
+class CodesFile(Contract, frozen=True):
+    schema: Literal["shop-r1.codes/1"]
+    codes: dict[str, CodeInfo]
+
+    def __post_init__(self) -> None:
+        for code, info in self.codes.items():
+            msgspec.structs.force_setattr(info, "code", code)
+            unknown = [c for c in info.explains if c not in self.codes or c == code]
+            if unknown:
+                raise FieldError(f"codes.{code}.explains", f"unknown code(s): {', '.join(unknown)}")
 
 
 def parse_codes(
     data: Any, file: str, lines: Mapping[str, int] | None = None
 ) -> dict[str, CodeInfo]:
-    r = _reader(file, lines)
-    if not isinstance(data, dict) or data.get("schema") != CODES_SCHEMA:
-        raise r.fail("schema", f"expected {CODES_SCHEMA!r}")
-    out: dict[str, CodeInfo] = {}
-    for code, item in r.get(data, "codes", "", dict).items():
-        w = f"codes.{code}"
-        r.mapping(item, w, _CODE_KEYS)
-        severity = r.get(item, "severity", w, allowed=_SEVERITIES)
-        urls = r.https_list(item, "urls", w)
-        out[code] = CodeInfo(
-            code=code,
-            severity=severity,
-            subject=r.get(item, "subject", w),
-            trigger=r.get(item, "trigger", w),
-            fix=r.get(item, "fix", w),
-            urls=tuple(urls),
-            log_only=bool(r.opt(item, "log_only", w, bool)),
-            explains=tuple(
-                r.str_list(item, "explains", w, "finding codes") if "explains" in item else ()
-            ),
-        )
-    for code, info in out.items():
-        unknown = [c for c in info.explains if c not in out or c == code]
-        if unknown:
-            raise r.fail(f"codes.{code}.explains", f"unknown code(s): {', '.join(unknown)}")
-    return out
+    return decode(data, CodesFile, file, lines, _HINT).codes
 
 
 def load_codes_file(path: str | Path) -> dict[str, CodeInfo]:
-    r, data = Reader.read(path, "finding codes")
-    return parse_codes(data, str(path), r.lines)
+    return decode_file(path, CodesFile, "finding codes", _HINT)[0].codes
 
 
 @functools.lru_cache(maxsize=1)
@@ -489,19 +377,27 @@ def load_codes() -> dict[str, CodeInfo]:
 MEASURED_PATH = Path(__file__).with_name("measured.yaml")
 
 
+class Speedup(Contract, frozen=True):
+    """A measured speed-up of one way of running over another, with its setting."""
+
+    step_speedup: float
+    rollout_speedup: float
+    setting: str
+    source: str
+
+
+class Measured(Contract, frozen=True):
+    grpo_vllm_colocate: Speedup | None = None
+
+
 @functools.lru_cache(maxsize=1)
-def load_measured() -> dict[str, Any]:
-    r, data = Reader.read(MEASURED_PATH, "measured figures")
-    if not isinstance(data, dict):
-        raise r.fail("", "expected a mapping of measured figures")
-    return data
+def load_measured() -> Measured:
+    return decode_file(MEASURED_PATH, Measured, "measured figures", _HINT)[0]
 
 
 def grpo_vllm_speedup() -> str:
     """The measured GRPO speed-up of colocated vLLM over transformers generate(), in words."""
-    m = load_measured().get("grpo_vllm_colocate") or {}
-    try:
-        step, rollout = float(m["step_speedup"]), float(m["rollout_speedup"])
-    except (KeyError, TypeError, ValueError):
+    m = load_measured().grpo_vllm_colocate
+    if m is None:
         return "vLLM rollouts are faster (no measured figure recorded)"
-    return f"{step:g}x per GRPO step, {rollout:g}x per rollout, measured ({m.get('setting', '')})"
+    return f"{m.step_speedup:g}x per GRPO step, {m.rollout_speedup:g}x per rollout, measured ({m.setting})"

@@ -265,8 +265,8 @@ def _extras(p: Profile, compat: Compat) -> Iterator[tuple[str, str]]:
     if core is None:
         yield "extras.megatron.packages", "missing megatron-core"
         return
-    until = Version(compat.numpy2["megatron_numpy1_until"])
-    last_cv = compat.numpy2["opencv_last_numpy1"]
+    until = compat.numpy2.megatron_numpy1_until
+    last_cv = compat.numpy2.opencv_last_numpy1
     if Version(core).release[:2] <= until.release[:2]:
         if meg.pins.get("numpy", "").replace(" ", "") != "<2":
             yield (
@@ -277,12 +277,12 @@ def _extras(p: Profile, compat: Compat) -> Iterator[tuple[str, str]]:
             yield (
                 "extras.megatron.pins.opencv-python-headless",
                 (
-                    f"opencv-python-headless >= {compat.numpy2['opencv_numpy2_from']} needs numpy 2; "
+                    f"opencv-python-headless >= {compat.numpy2.opencv_numpy2_from} needs numpy 2; "
                     f"pin '=={last_cv}' with megatron-core {core}"
                 ),
             )
         vllm_opencv = _vllm_opencv_floor(p, compat)
-        if vllm_opencv is not None and vllm_opencv > Version(last_cv):
+        if vllm_opencv is not None and vllm_opencv > last_cv:
             yield (
                 "extras.megatron.packages",
                 (
@@ -309,7 +309,7 @@ def _constraints(p: Profile, compat: Compat) -> Iterator[tuple[str, str]]:
 
 def _vllm_opencv_floor(p: Profile, compat: Compat) -> Version | None:
     """vLLM's opencv-python-headless floor, where the knowledge records it (optional table)."""
-    rows = getattr(compat, "vllm_opencv", ())
+    rows = compat.vllm_opencv
     if p.vllm is None or not rows:
         return None
     base = Version(p.vllm.public)

@@ -11,19 +11,27 @@ from __future__ import annotations
 import functools
 import re
 from collections.abc import Mapping
-from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal
 
+import msgspec
 from packaging.specifiers import SpecifierSet
 from packaging.version import Version
 
 from shop_r1_doctor.errors import ToolError
-from shop_r1_doctor.hardware import parse_cc
-from shop_r1_doctor.schema import Reader
+from shop_r1_doctor.hardware import Cc
+from shop_r1_doctor.schema import (
+    Contract,
+    FieldError,
+    Reader,
+    decode,
+    is_version,
+    nonempty,
+)
 
 CC = tuple[int, int]
 FlashAttnMode = Literal["wheel", "source", "none"]
+AttentionImpl = Literal["flash_attention_2", "flash_attention_3", "sdpa", "eager"]
 FLASH_ATTN_MODES: tuple[str, ...] = ("wheel", "source", "none")
 ATTENTION_IMPLS: tuple[str, ...] = ("flash_attention_2", "flash_attention_3", "sdpa", "eager")
 EXTRA_NAMES: tuple[str, ...] = ("verl", "megatron")
@@ -41,9 +49,16 @@ def profiles_dir() -> Path:
     return Path(__file__).resolve().parents[1] / "profiles_data"
 
 
-@dataclass(frozen=True)
-class GpuMatch:
-    compute_capabilities: tuple[CC, ...]
+def _specs(pins: Mapping[str, str], where: str) -> None:
+    for dist, spec in pins.items():
+        try:
+            SpecifierSet(spec)
+        except ValueError:
+            raise FieldError(f"{where}.{dist}", f"not a version range: {spec!r}") from None
+
+
+class GpuMatch(Contract, frozen=True):
+    compute_capabilities: tuple[Cc, ...]  # [] matches no GPU (the CPU profile)
     name_patterns: tuple[str, ...]
     bf16: bool
     # Which of two profiles that match the same GPU wins (higher first). `profiles check`
@@ -58,22 +73,35 @@ class GpuMatch:
         return any(re.search(rf"\b{re.escape(p)}", name, re.IGNORECASE) for p in self.name_patterns)
 
 
-@dataclass(frozen=True)
-class CudaSpec:
+class CudaSpec(Contract, frozen=True):
     version: Version
-    min_driver: Version
-    min_driver_text: str = ""  # as written: Version() shows 580.65.06 as 580.65.6
+    # as written: Version() shows 580.65.06 as 580.65.6
+    min_driver_text: str = msgspec.field(name="min_driver")
+
+    def __post_init__(self) -> None:
+        if not is_version(self.min_driver_text):
+            raise FieldError("min_driver", f"not a version: {self.min_driver_text!r}")
+
+    @property
+    def min_driver(self) -> Version:
+        return Version(self.min_driver_text)
 
     @property
     def major(self) -> int:
         return self.version.major
 
 
-@dataclass(frozen=True)
-class TorchSpec:
+class TorchSpec(Contract, frozen=True):
     version: Version
     variant: str  # cu130, cpu, ...
     index_url: str
+
+    def __post_init__(self) -> None:
+        nonempty(self, "variant", "index_url")
+        if not re.fullmatch(r"cpu|cu\d{3}", self.variant):
+            raise FieldError("variant", f"expected cpu or cuXYZ, got {self.variant!r}")
+        if self.version.local:
+            raise FieldError("version", "write the public version; the build goes in torch.variant")
 
     @property
     def cuda(self) -> Version | None:
@@ -86,13 +114,20 @@ class TorchSpec:
         return f"{self.version}+{self.variant}"
 
 
-@dataclass(frozen=True)
-class FlashAttnSpec:
+class FlashAttnSpec(Contract, frozen=True):
     mode: FlashAttnMode
     version: Version | None = None
     max_jobs: int | None = None
     nvcc_threads: int | None = None
     cuda_archs: str | None = None  # FLASH_ATTN_CUDA_ARCHS, e.g. "100;120"
+
+    def __post_init__(self) -> None:
+        for name in ("max_jobs", "nvcc_threads"):
+            value = getattr(self, name)
+            if value is not None and value < 1:
+                raise FieldError(name, f"expected a positive integer, got {value!r}")
+        if self.mode != "none" and self.version is None:
+            raise FieldError("version", f"missing (required with mode {self.mode})")
 
     def arch_ccs(self) -> tuple[CC, ...]:
         """`"100;120"` -> ((10, 0), (12, 0)); FlashAttention spells archs without a dot."""
@@ -104,22 +139,22 @@ class FlashAttnSpec:
         return tuple(out)
 
 
-@dataclass(frozen=True)
-class ExtraSpec:
+class ExtraSpec(Contract, frozen=True):
     """An optional stack added by `--with NAME` (verl, megatron)."""
 
-    name: str
-    packages: dict[str, str]  # dist -> exact version
-    pins: dict[str, str] = field(default_factory=dict)  # dist -> specifier ("<2", "==4.11.0.86")
+    name: str = ""  # the key it is filed under (set when the profile is decoded)
+    packages: dict[str, str] = {}  # dist -> exact version
+    pins: dict[str, str] = {}  # dist -> specifier ("<2", "==4.11.0.86")
     apex: bool = False
     gradient_accumulation_fusion: bool = False
 
+    def __post_init__(self) -> None:
+        _specs(self.pins, "pins")
 
-@dataclass(frozen=True)
-class Profile:
+
+class Profile(Contract, frozen=True):
     name: str
     summary: str
-    path: Path
     match: GpuMatch
     cuda: CudaSpec | None
     base_image: str
@@ -127,18 +162,34 @@ class Profile:
     torch: TorchSpec
     vllm: Version | None
     flash_attn: FlashAttnSpec
-    attention: str
-    attention_fallback: str
+    attention: AttentionImpl
+    attention_fallback: AttentionImpl
     packages: dict[str, SpecifierSet]
-    extras: dict[str, ExtraSpec]
-    env: dict[str, str]
-    env_consumer_multi_gpu: dict[str, str]
     notes: dict[str, str]
     sources: dict[str, str]
+    extras: dict[str, ExtraSpec] = {}
+    env: dict[str, str] = {}
+    env_consumer_multi_gpu: dict[str, str] = {}
     # A family profile (`blackwell`) names the narrower profiles it builds one image for;
     # matching prefers a member (the smaller image), `profiles check` keeps them in step.
     members: tuple[str, ...] = ()
-    lines: Mapping[str, int] = field(default_factory=dict, compare=False, repr=False)
+    # Not in the file: where it was read from (set by the loader; a key of that name fails)
+    path: Path = Path()
+    lines: Mapping[str, int] = {}
+
+    def __post_init__(self) -> None:
+        nonempty(self, "name", "summary", "base_image", "python")
+        for name, extra in self.extras.items():
+            if name not in EXTRA_NAMES:
+                raise FieldError(
+                    f"extras.{name}", f"unknown extra; known: {', '.join(EXTRA_NAMES)}"
+                )
+            msgspec.structs.force_setattr(extra, "name", name)
+        for key in ("wsl2", "windows"):
+            if key not in self.notes:
+                raise FieldError(
+                    f"notes.{key}", "missing (say what works there and what to use instead)"
+                )
 
     @property
     def is_family(self) -> bool:
@@ -157,151 +208,39 @@ class Profile:
         return f"{self.path}:{line}" if line else str(self.path)
 
 
-# --- parsing --------------------------------------------------------------------------
-
-_REQUIRED = [
-    "name",
-    "summary",
-    "match",
-    "cuda",
-    "base_image",
-    "python",
-    "torch",
-    "vllm",
-    "flash_attn",
-    "attention",
-    "attention_fallback",
-    "packages",
-    "notes",
-    "sources",
-]
-_OPTIONAL = ("extras", "env", "env_consumer_multi_gpu", "members")
-_TOP_KEYS = {**dict.fromkeys(_REQUIRED, True), **dict.fromkeys(_OPTIONAL, False)}
-
+# --- decoding -------------------------------------------------------------------------
 
 _HINT = "fix the profile (see docs/profiles.md)"
+_NOT_IN_FILE = ("path", "lines")
+
+
+def _checked(data: Any, path: Path) -> Any:
+    if isinstance(data, dict):
+        for key in _NOT_IN_FILE:
+            if key in data:
+                raise Reader(path, None, _HINT).fail(key, "unknown field")
+    return data
+
+
+def _named_for(path: Path) -> Any:
+    def check(profile: Profile) -> None:
+        if profile.name != path.stem:
+            raise FieldError(
+                "name", f"is {profile.name!r} but the file is {path.name}; make them equal"
+            )
+
+    return check
 
 
 def parse_profile(data: Any, path: Path, lines: Mapping[str, int] | None = None) -> Profile:
-    r = Reader(path, lines, _HINT)
-    top = r.mapping(data, "", _TOP_KEYS)
-    name = r.text(top, "name", "")
-    if name != path.stem:
-        raise r.fail("name", f"is {name!r} but the file is {path.name}; make them equal")
-
-    m = r.mapping(
-        top["match"],
-        "match",
-        {"compute_capabilities": True, "name_patterns": True, "bf16": True, "priority": False},
-    )
-    ccs = []
-    for i, item in enumerate(r.get(m, "compute_capabilities", "match", (list, type(None))) or []):
-        ccs.append(r.parsed(item, parse_cc, f"match.compute_capabilities[{i}]", "not like '9.0'"))
-    patterns = r.str_list(m, "name_patterns", "match") if m["name_patterns"] is not None else []
-    priority = r.opt(m, "priority", "match", int)
-    match = GpuMatch(tuple(ccs), tuple(patterns), r.flag(m, "bf16", "match", False), priority)
-
-    cuda = None
-    if top["cuda"] is not None:
-        c = r.mapping(top["cuda"], "cuda", {"version": True, "min_driver": True})
-        cuda = CudaSpec(
-            r.version(c, "version", "cuda"),
-            r.version(c, "min_driver", "cuda"),
-            r.text(c, "min_driver", "cuda"),
-        )
-
-    t = r.mapping(top["torch"], "torch", {"version": True, "variant": True, "index_url": True})
-    torch = TorchSpec(
-        r.version(t, "version", "torch"),
-        r.text(t, "variant", "torch"),
-        r.text(t, "index_url", "torch"),
-    )
-    if not re.fullmatch(r"cpu|cu\d{3}", torch.variant):
-        raise r.fail("torch.variant", f"expected cpu or cuXYZ, got {torch.variant!r}")
-    if torch.version.local:
-        raise r.fail("torch.version", "write the public version; the build goes in torch.variant")
-
-    vllm = None if top["vllm"] is None else r.version(top, "vllm", "")
-
-    fa_keys = {"mode": True, "version": False, "max_jobs": False, "nvcc_threads": False}
-    fa_raw = r.mapping(top["flash_attn"], "flash_attn", {**fa_keys, "cuda_archs": False})
-    mode = r.get(fa_raw, "mode", "flash_attn", allowed=FLASH_ATTN_MODES)
-    flash_attn = FlashAttnSpec(
-        mode=mode,
-        version=r.version(fa_raw, "version", "flash_attn") if "version" in fa_raw else None,
-        max_jobs=r.positive_int(fa_raw, "max_jobs", "flash_attn"),
-        nvcc_threads=r.positive_int(fa_raw, "nvcc_threads", "flash_attn"),
-        cuda_archs=str(fa_raw["cuda_archs"]) if fa_raw.get("cuda_archs") is not None else None,
-    )
-    if mode != "none" and flash_attn.version is None:
-        raise r.fail("flash_attn.version", f"missing (required with mode {mode})")
-
-    for key in ("attention", "attention_fallback"):
-        r.get(top, key, "", allowed=ATTENTION_IMPLS)
-
-    packages: dict[str, SpecifierSet] = {}
-    for dist, spec in r.str_map(top["packages"], "packages").items():
-        packages[dist] = r.spec_text(spec, f"packages.{dist}")
-
-    extras = {}
-    raw_extras = top.get("extras") or {}
-    if not isinstance(raw_extras, dict):
-        raise r.fail("extras", "expected a mapping")
-    for extra_name, raw in raw_extras.items():
-        where = f"extras.{extra_name}"
-        if extra_name not in EXTRA_NAMES:
-            raise r.fail(where, f"unknown extra; known: {', '.join(EXTRA_NAMES)}")
-        e = r.mapping(
-            raw,
-            where,
-            {"packages": True, "pins": False, "apex": False, "gradient_accumulation_fusion": False},
-        )
-        pins = r.str_map(e.get("pins"), f"{where}.pins")
-        for dist, spec in pins.items():
-            r.spec_text(spec, f"{where}.pins.{dist}")
-        extras[extra_name] = ExtraSpec(
-            name=extra_name,
-            packages=r.str_map(e["packages"], f"{where}.packages"),
-            pins=pins,
-            apex=r.flag(e, "apex", where, False),
-            gradient_accumulation_fusion=r.flag(e, "gradient_accumulation_fusion", where, False),
-        )
-
-    notes = r.str_map(top["notes"], "notes")
-    for key in ("wsl2", "windows"):
-        if key not in notes:
-            raise r.fail(f"notes.{key}", "missing (say what works there and what to use instead)")
-
-    return Profile(
-        name=name,
-        summary=r.text(top, "summary", ""),
-        path=path,
-        match=match,
-        cuda=cuda,
-        base_image=r.text(top, "base_image", ""),
-        python=r.text(top, "python", ""),
-        torch=torch,
-        vllm=vllm,
-        flash_attn=flash_attn,
-        attention=top["attention"],
-        attention_fallback=top["attention_fallback"],
-        packages=packages,
-        extras=extras,
-        env=r.str_map(top.get("env"), "env"),
-        env_consumer_multi_gpu=r.str_map(
-            top.get("env_consumer_multi_gpu"), "env_consumer_multi_gpu"
-        ),
-        notes=notes,
-        sources=r.str_map(top["sources"], "sources"),
-        members=tuple(r.str_list(top, "members", "")) if top.get("members") is not None else (),
-        lines=lines or {},
-    )
+    profile = decode(_checked(data, path), Profile, path, lines, _HINT, _named_for(path))
+    return msgspec.structs.replace(profile, path=path, lines=lines or {})
 
 
 def load_profile_file(path: str | Path) -> Profile:
     p = Path(path)
-    r, data = Reader.read(p, "profile")
-    return parse_profile(data, p, r.lines)
+    reader, data = Reader.read(p, "profile")
+    return parse_profile(data, p, reader.lines)
 
 
 def load_profiles(directory: str | Path | None = None) -> dict[str, Profile]:

@@ -168,10 +168,11 @@ def test_speed_hints_quote_the_measured_figure():
     not a hard-coded "roughly 8-15x"; the launch plan and the profile finding quote it."""
     from shop_r1_doctor.knowledge import grpo_vllm_speedup, load_measured
 
-    m = load_measured()["grpo_vllm_colocate"]
+    m = load_measured().grpo_vllm_colocate
+    assert m is not None
     hint = grpo_vllm_speedup()
-    assert f"{m['step_speedup']:g}x per GRPO step" in hint
-    assert f"{m['rollout_speedup']:g}x per rollout" in hint
+    assert f"{m.step_speedup:g}x per GRPO step" in hint
+    assert f"{m.rollout_speedup:g}x per rollout" in hint
     assert "8-15" not in hint
 
 

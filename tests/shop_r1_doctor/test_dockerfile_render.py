@@ -186,7 +186,7 @@ def test_verl_constraints_keep_what_verl_declares(name):
 
 
 def test_conflicting_extra_fails_profiles_check_and_build_image(tmp_path):
-    import dataclasses
+    import msgspec
 
     from shop_r1_doctor.errors import ToolError
     from shop_r1_doctor.knowledge import load_compat
@@ -195,7 +195,7 @@ def test_conflicting_extra_fails_profiles_check_and_build_image(tmp_path):
 
     hopper = PROFILES["hopper"]
     bad_verl = ExtraSpec("verl", {"verl": "0.9.1"}, {"transformers": "<5.5"})
-    bad = dataclasses.replace(hopper, extras={**hopper.extras, "verl": bad_verl})
+    bad = msgspec.structs.replace(hopper, extras={**hopper.extras, "verl": bad_verl})
     problems = [str(p) for p in check_profile(bad, load_compat())]
     assert any("--with verl: transformers: no version satisfies" in p for p in problems), problems
     with pytest.raises(ToolError, match="conflict: transformers"):

@@ -58,10 +58,10 @@ BAD = [
     ({"schema": SCHEMA}, f"f.yaml: signatures: missing{HINT}"),
     (_doc(GOOD, colour=1), f"f.yaml: colour: unknown field{HINT}"),
     (_doc(), f"f.yaml: signatures: expected a non-empty list{HINT}"),
-    ({"schema": SCHEMA, "signatures": "x"}, f"f.yaml: signatures: expected a non-empty list{HINT}"),
+    ({"schema": SCHEMA, "signatures": "x"}, f"f.yaml: signatures: expected a list, got 'x'{HINT}"),
     # evidence entries
-    (_doc(GOOD, evidence={"gpu": GPU}), f"f.yaml: evidence: expected a list of {{id, pattern, meaning}}{HINT}"),
-    (_doc(GOOD, evidence=["RTX"]), f"f.yaml:3: evidence[0]: expected a mapping{HINT}"),
+    (_doc(GOOD, evidence={"gpu": GPU}), f"f.yaml: evidence: expected a list of {{id, pattern, meaning}}, got {{'gpu': {GPU!r}}}{HINT}"),
+    (_doc(GOOD, evidence=["RTX"]), f"f.yaml:3: evidence[0]: expected a mapping, got 'RTX'{HINT}"),
     (_doc(GOOD, evidence=[{**GPU, "note": 1}]), f"f.yaml:3: evidence[0].note: unknown field{HINT}"),
     (_doc(GOOD, evidence=[{"id": "gpu", "pattern": "RTX"}]), f"f.yaml:3: evidence[0].meaning: missing{HINT}"),
     # fields are checked missing in order (id, pattern, meaning) before their values
@@ -76,7 +76,7 @@ BAD = [
     (_doc(GOOD, evidence=[GPU, {**GPU, "pattern": "GTX"}]), f"f.yaml:4: evidence[1].id: 'gpu' is named twice{HINT}"),
     (_doc(GOOD, evidence=[{**GPU, "pattern": "RTX ("}]), f"f.yaml:3: evidence[0].pattern: not a valid regex (missing ), unterminated subpattern at position 4){HINT}"),
     (_doc(GOOD, evidence=[{**GPU, "pattern": ""}]), f"f.yaml:3: evidence[0].pattern: expected a non-empty string, got ''{HINT}"),
-    (_doc(GOOD, evidence=[{**GPU, "meaning": 3}]), f"f.yaml:3: evidence[0].meaning: expected a non-empty string, got 3{HINT}"),
+    (_doc(GOOD, evidence=[{**GPU, "meaning": 3}]), f"f.yaml:3: evidence[0].meaning: expected a string, got 3{HINT}"),
     # signature entries
     # the id named is the repeated one, not its neighbour's
     (_doc(GOOD, {**GOOD, "id": "y"}, {**GOOD, "id": "x"}), f"f.yaml:11: signatures[2].id: duplicate id 'x'; give each its own id{HINT}"),

@@ -144,7 +144,7 @@ BAD_FILES = [
     ),
     ([GOOD], "f.yaml: schema: expected"),
     (_doc(), "f.yaml: signatures: expected a non-empty list"),
-    ({"schema": "shop-r1.log-signatures/1", "signatures": {"a": 1}}, "expected a non-empty list"),
+    ({"schema": "shop-r1.log-signatures/1", "signatures": {"a": 1}}, "signatures: expected a list"),
     (_doc("text"), "f.yaml:7: signatures[0]: expected a mapping"),
     (_doc({**GOOD, "colour": "red"}), "f.yaml:7: signatures[0].colour: unknown field"),
     (_doc({**GOOD, "title": " "}), "signatures[0].title: expected a non-empty string"),

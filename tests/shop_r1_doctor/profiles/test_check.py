@@ -184,10 +184,10 @@ def test_profiles_cli_malformed_profile_exits_2_one_line(tmp_path):
 
 
 def _as(profile, name, **match):
-    import dataclasses
+    import msgspec
 
-    return dataclasses.replace(
-        profile, name=name, match=dataclasses.replace(profile.match, **match)
+    return msgspec.structs.replace(
+        profile, name=name, match=msgspec.structs.replace(profile.match, **match)
     )
 
 
@@ -251,7 +251,7 @@ def test_a_family_profile_covers_exactly_its_members():
     """`blackwell` builds one image for blackwell-dc and blackwell-rtx: the check fails on a
     family that drops a member's GPU, claims one no member has, or builds flash-attn for
     one class only (the image users were told to build missed sm_120)."""
-    import dataclasses
+    import msgspec
 
     from shop_r1_doctor.profiles.check import families
 
@@ -260,12 +260,12 @@ def test_a_family_profile_covers_exactly_its_members():
     fam = shipped["blackwell"]
 
     def with_(**kw):
-        return {**shipped, "blackwell": dataclasses.replace(fam, **kw)}
+        return {**shipped, "blackwell": msgspec.structs.replace(fam, **kw)}
 
-    no_rtx = dataclasses.replace(fam.match, compute_capabilities=((10, 0), (10, 3)))
+    no_rtx = msgspec.structs.replace(fam.match, compute_capabilities=((10, 0), (10, 3)))
     (p,) = families(with_(match=no_rtx))
     assert p.field == "match.compute_capabilities" and "missing here: 12.0, 12.1" in p.message
-    dc_only = dataclasses.replace(fam.flash_attn, cuda_archs="100")
+    dc_only = msgspec.structs.replace(fam.flash_attn, cuda_archs="100")
     problems = families(with_(flash_attn=dc_only))
     assert {p.field for p in problems} == {"flash_attn.cuda_archs"}
     assert [m for p in problems for m in ("sm_120", "sm_121") if m in p.message] == [
@@ -278,7 +278,7 @@ def test_a_family_profile_covers_exactly_its_members():
     from shop_r1_doctor.profiles.check import overlaps
 
     assert overlaps(shipped) == []
-    assert overlaps({**shipped, "blackwell": dataclasses.replace(fam, members=())})
+    assert overlaps({**shipped, "blackwell": msgspec.structs.replace(fam, members=())})
 
 
 def test_a_machine_mixing_the_family_gets_the_family():
