@@ -6,9 +6,9 @@ from __future__ import annotations
 import pytest
 from packaging.version import Version
 
+from shop_r1_doctor.builds import GIB
 from shop_r1_doctor.errors import ToolError
 from shop_r1_doctor.profiles import get_profile
-from shop_r1_doctor.builds import GIB
 from shop_r1_doctor.setup.install import Target, build_jobs, install_plan
 
 H100_580 = Target(ccs=((9, 0),), driver=Version("580.95.05"), ram_bytes=64 * GIB, cpus=32)
