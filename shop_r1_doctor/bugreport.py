@@ -23,6 +23,7 @@ from typing import Any
 from shop_r1_doctor.causes import Diagnosis, rank_causes
 from shop_r1_doctor.facts import Facts
 from shop_r1_doctor.findings import Finding
+from shop_r1_doctor.fixplan import PLAN_HEADING, FixPlan, render_lines
 from shop_r1_doctor.logscan import (
     LogDiagnosis,
     RankedMatch,
@@ -77,6 +78,8 @@ class ReportInput:
     log_from_this_machine: bool = True
     # What `shop-r1 run` itself found (memory evidence, a run that ended at once).
     run_findings: Sequence[Finding] = ()
+    # The doctor's one ordered plan for several packaging findings (fixplan.FixPlan)
+    fix_plan: FixPlan | None = None
 
     @property
     def machine_feeds_diagnosis(self) -> bool:
@@ -241,6 +244,10 @@ def _findings(data: ReportInput) -> str:
         lines.append(f"- [{_ICON.get(f.severity, '?')}] **{f.code}** ({f.severity}): {f.title}")
         if f.fix:
             lines.append(f"  - fix: {f.fix}")
+    if data.fix_plan is not None:
+        lines += ["", PLAN_HEADING.format(profile=data.fix_plan.profile), "", "```"]
+        lines += render_lines(data.fix_plan)
+        lines.append("```")
     return f"{title}\n\n{note}" + "\n".join(lines)
 
 

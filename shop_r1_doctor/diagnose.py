@@ -13,6 +13,7 @@ from typing import Any
 
 from shop_r1_doctor.facts import Facts
 from shop_r1_doctor.findings import SEVERITIES, Finding, Summary
+from shop_r1_doctor.fixplan import FixPlan
 from shop_r1_doctor.snapshot import REPORT_SCHEMA, SNAPSHOT_SCHEMA
 
 
@@ -22,6 +23,7 @@ class Diagnosis:
     findings: list[Finding] = field(default_factory=list)
     profile: str | None = None
     profile_reason: str = ""
+    fix_plan: FixPlan | None = None  # one ordered plan for several packaging findings
 
     @property
     def summary(self) -> Summary:
@@ -33,7 +35,7 @@ class Diagnosis:
 
     def to_json(self) -> dict[str, Any]:
         summary = self.summary
-        return {
+        doc = {
             "schema": REPORT_SCHEMA,
             "snapshot": self.snapshot,
             "profile": self.profile,
@@ -45,6 +47,9 @@ class Diagnosis:
                 "infos": summary.infos,
             },
         }
+        if self.fix_plan is not None:  # optional key of shop-r1.report/1 (added, not changed)
+            doc["fix_plan"] = self.fix_plan.to_json()
+        return doc
 
     @classmethod
     def from_json(cls, report: dict[str, Any]) -> Diagnosis:
@@ -52,8 +57,13 @@ class Diagnosis:
         findings = [
             Finding(**{**f, "urls": tuple(f.get("urls", ()))}) for f in report.get("findings", [])
         ]
+        plan = report.get("fix_plan")
         return cls(
-            report["snapshot"], findings, report.get("profile"), report.get("profile_reason") or ""
+            report["snapshot"],
+            findings,
+            report.get("profile"),
+            report.get("profile_reason") or "",
+            FixPlan.from_json(plan) if isinstance(plan, dict) else None,
         )
 
 
@@ -83,16 +93,21 @@ def warm_up() -> threading.Thread:
 def diagnose(snapshot: dict[str, Any]) -> Diagnosis:
     # Imported here: the checks load their YAML knowledge, which `--help` never needs.
     from shop_r1_doctor.checks import run_checks
+    from shop_r1_doctor.fixplan import build_fix_plan, settle_deviations
     from shop_r1_doctor.profiles import match_profile
+    from shop_r1_doctor.profiles.model import load_profiles
 
     facts = Facts(snapshot)
     findings = list(run_checks(facts))
     match = match_profile(facts)
     if match is not None:
         findings.extend(match.deviations)
+    findings = sort_findings(settle_deviations(findings))
+    profile = load_profiles().get(match.name) if match else None
     return Diagnosis(
         snapshot=snapshot,
-        findings=sort_findings(findings),
+        findings=findings,
         profile=match.name if match else None,
         profile_reason=getattr(match, "reason", "") if match else "",
+        fix_plan=build_fix_plan(facts, findings, profile),
     )

@@ -5,6 +5,7 @@ from __future__ import annotations
 import os
 from collections.abc import Iterator
 
+from shop_r1_doctor.builds import choose_torch_build
 from shop_r1_doctor.checks._base import (
     attn_impl,
     cc_text,
@@ -26,13 +27,19 @@ from shop_r1_doctor.hardware import archs_with_ptx, parse_arch_list
 from shop_r1_doctor.knowledge import load_compat
 
 
-def _index_for(cc: tuple[int, int]) -> str:
-    """The PyTorch wheel index that covers this arch today."""
-    if cc >= (10, 0):
-        return "cu130"
-    if cc < (7, 5):
-        return "cu126"
-    return "cu130"
+def _index_for(cc: tuple[int, int], facts: Facts | None = None) -> str:
+    """The PyTorch wheel index that covers this arch today, on this machine's driver
+    (`builds`: never a CUDA build the driver cannot run)."""
+    best = "cu126" if cc < (7, 5) else "cu130"
+    compat = load_compat()
+    releases = [v for v in (parse_version(r.torch + ".0") for r in compat.torch_releases) if v]
+    if facts is None or not releases:
+        return best
+    newest, driver = max(releases), parse_version(facts.driver.get("version"))
+    if driver is None:
+        return best
+    build = choose_torch_build(newest, best, [cc], driver, os_name=facts.os or "linux")
+    return build.variant if build is not None else best
 
 
 def torch_cpu_only(facts: Facts) -> Iterator[Finding]:
@@ -40,7 +47,7 @@ def torch_cpu_only(facts: Facts) -> Iterator[Finding]:
         return
     tv = torch_version(facts)
     cc = min((c for c in (gpu_cc(g) for g in facts.gpus) if c), default=(8, 0))
-    index = _index_for(cc)
+    index = _index_for(cc, facts)
     # Keep the user's version only where the index has it (an old or unknown release,
     # e.g. torch 1.3.1 from a pasted dump, is on no current index: drop the pin).
     release = load_compat().torch_release(tv) if tv else None
@@ -83,7 +90,7 @@ def torch_arch_covers_gpus(facts: Facts) -> Iterator[Finding]:
         detail = (
             f"Arch list from {source}: {listed}. CUDA ops fail with 'no kernel image is available'."
         )
-        index = _index_for(cc)
+        index = _index_for(cc, facts)
         fix = f"pip install --force-reinstall torch --index-url https://download.pytorch.org/whl/{index}"
         if cc[0] == 12 and vllm_installed:
             yield finding(

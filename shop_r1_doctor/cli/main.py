@@ -14,10 +14,10 @@ from __future__ import annotations
 import typer
 
 from shop_r1_doctor import __version__
-from shop_r1_doctor.cli import build_image, doctor, launch, profiles, report, run
+from shop_r1_doctor.cli import build_image, doctor, launch, profiles, report, run, setup
 from shop_r1_doctor.cli.output import ShopR1Group
 
-DOCTOR_GROUPS = (doctor, profiles, build_image, launch, report, run)
+DOCTOR_GROUPS = (doctor, profiles, build_image, launch, report, run, setup)
 
 
 def _version(value: bool) -> None:

@@ -97,6 +97,7 @@ def gather(
         profile=diagnosis.profile,
         log_text=log_text,
         outcome=outcome,
+        fix_plan=diagnosis.fix_plan,
     )
 
 
@@ -126,6 +127,8 @@ def print_json(
             report_path=str(report_path) if report_path else None,
             hosts=hosts,
         )
+        if isinstance(doc.get("doctor"), dict):  # the same plan `doctor --json` carries
+            doc["doctor"]["fix_plan"] = data.fix_plan.to_json() if data.fix_plan else None
     text = json.dumps(doc, indent=2, ensure_ascii=False) + "\n"
     if to_stdout:
         typer.echo(text, nl=False)

@@ -12,6 +12,7 @@ from dataclasses import dataclass, field
 
 from packaging.version import Version
 
+from shop_r1_doctor.builds import choose_torch_build
 from shop_r1_doctor.catalog import finding
 from shop_r1_doctor.facts import Facts, parse_version
 from shop_r1_doctor.findings import Finding, Severity
@@ -90,9 +91,16 @@ def deviations(facts: Facts, profile: Profile) -> list[Finding]:
     def add(severity: Severity, title: str, fix: str, detail: str = "") -> None:
         out.append(finding(CODE, title, detail=detail, fix=fix, severity=severity))
 
-    torch_cmd = (
-        f"{pip} install torch=={profile.torch.version} --index-url {profile.torch.index_url}"
+    # the build this machine's GPUs and driver run (never a CUDA the driver cannot run)
+    build = choose_torch_build(
+        profile.torch.version,
+        profile.torch.variant,
+        facts.ccs(),
+        parse_version(facts.driver.get("version")),
+        profile_index=profile.torch.index_url,
     )
+    index = build.index_url if build else profile.torch.index_url
+    torch_cmd = f"{pip} install torch=={profile.torch.version} --index-url {index}"
     if facts.installed("torch") is False:
         add(
             "warning",

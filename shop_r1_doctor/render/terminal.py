@@ -190,6 +190,12 @@ def render_terminal(
             out += [f"    {sym.bullet} {line}" for line in ft.probe_lines(snap, group.probes)]
         for f in findings:
             out += _finding_lines(f, sym, verbose)
+    if diagnosis.fix_plan is not None:
+        from shop_r1_doctor.fixplan import PLAN_HEADING, render_lines
+
+        out.append("")
+        out.append(PLAN_HEADING.format(profile=diagnosis.fix_plan.profile))
+        out += [f"  {line}" for line in render_lines(diagnosis.fix_plan)]
     out.append("")
     out.append(summary_line(diagnosis))
     text = "\n".join(out) + "\n"
