@@ -1,22 +1,24 @@
 """The `shop-r1` entry point: wiring only, above both packages.
 
-The doctor's groups (doctor, profiles, build-image, launch, report, run) come with the
-root app from `shop_r1_doctor.cli.main`; the trainer's (data, score, train, eval, demo)
-are added here. Nothing heavy is imported: each group imports its work inside the command.
+The doctor's groups (doctor, profiles, build-image, launch, report, run, setup) come with
+the root app from `shop_r1_doctor.cli.main`, given the trainer's check of `launch --config`;
+the trainer's groups (data, score, train, eval, demo) are added here. Nothing heavy is
+imported: each group imports its work inside the command. Nothing imports this module
+(an import-linter contract), and it changes no other module's state.
 """
 
 from __future__ import annotations
 
 from shop_r1.commands import data, demo, score, train
 from shop_r1.commands import eval as eval_cmd
-from shop_r1_doctor.cli import launch
 from shop_r1_doctor.cli.main import make_app, run_app
 
-app = make_app("Environment doctor and trainer for Shop-R1 (SFT then GRPO on shopper actions).")
+app = make_app(
+    "Environment doctor and trainer for Shop-R1 (SFT then GRPO on shopper actions).",
+    launch_config_checks=train.launch_config_checks(),
+)
 for group in (data, score, train, eval_cmd, demo):
     group.register(app)
-# the doctor's `launch --config` validates with the trainer's config, injected here
-launch.CONFIG_VALIDATORS.update(train.launch_config_checks())
 
 
 def main() -> None:

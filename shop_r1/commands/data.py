@@ -33,7 +33,7 @@ def synth(
 
     from shop_r1.data.io import write_sessions
     from shop_r1.data.synth import iter_sessions, parse_mix
-    from shop_r1_doctor.cli.output import progress
+    from shop_r1_doctor.cli.output import Output, progress
     from shop_r1_doctor.errors import ToolError
 
     if sessions > MAX_SESSIONS:
@@ -53,7 +53,7 @@ def synth(
             advance()
 
         n = write_sessions(iter_sessions(sessions, seed=seed, mix=weights), output, counted)
-    typer.echo(
+    Output().line(
         f"wrote {n} sessions ({steps} steps) to {output} in {time.perf_counter() - start:.1f}s"
     )
 
@@ -70,7 +70,7 @@ def convert(
     """Convert OPeRA action-level rows to the project's session format."""
     from shop_r1.data.io import write_sessions
     from shop_r1.data.opera import convert_rows, read_opera_rows
-    from shop_r1_doctor.cli.output import progress
+    from shop_r1_doctor.cli.output import Output, progress
     from shop_r1_doctor.errors import ToolError
 
     rows = read_opera_rows(source, config=config, split=split)
@@ -88,7 +88,7 @@ def convert(
     with progress("writing", total=len(sessions), unit="sessions") as advance:
         write_sessions(sessions, output, lambda _: advance())
     skipped = ", ".join(f"{k}: {v}" for k, v in sorted(report["skipped"].items())) or "none"
-    typer.echo(
+    Output().line(
         f"wrote {report['sessions']} sessions ({report['steps']} steps) from {report['rows']} rows "
         f"to {output}; skipped rows: {skipped}; rationales filled from a template: "
         f"{report['rationale_filled']}"
@@ -119,9 +119,9 @@ def validate(
         results.append({"path": str(path), "sessions": valid, "problems": problems})
         if not as_json:
             for problem in problems:
-                typer.echo(problem)
+                out.line(problem)
             status = "ok" if not problems else f"{len(problems)} problem(s)"
-            typer.echo(f"{path}: {valid} valid session(s), {status}", err=bool(problems))
+            out.line(f"{path}: {valid} valid session(s), {status}", err=bool(problems))
     if as_json:
         out.emit("shop-r1.data-validate/1", {"files": results})
     if any(r["problems"] for r in results):
@@ -176,7 +176,9 @@ def stats(
         more = f" (and {len(problems) - 1} more; run `shop-r1 data validate {file}`)"
         raise ToolError(problems[0] + (more if len(problems) > 1 else ""))
     report["token_counter"] = counter_name
-    Output(as_json).emit("shop-r1.data-stats/1", report, lambda _: _render_stats(file, report))
+    Output(as_json).emit(
+        "shop-r1.data-stats/1", report, lambda con: _render_stats(con, file, report)
+    )
 
 
 def _counter(name: str) -> tuple[Any, str]:
@@ -221,11 +223,9 @@ def token_count(ids: Any) -> int:
     return len(ids)
 
 
-def _render_stats(file: Path, r: dict[str, Any]) -> None:
-    from rich.console import Console
+def _render_stats(console: Any, file: Path, r: dict[str, Any]) -> None:
     from rich.table import Table
 
-    console = Console()
     console.print(f"[bold]{file}[/]: {r['sessions']} sessions, {r['steps']} steps")
     mix = Table(title="Action types")
     for col in ("type", "steps", "share"):

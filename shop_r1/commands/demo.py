@@ -56,7 +56,9 @@ def demo_command(
     )
     results = run_pipeline(cfg)
     from shop_r1.demo import render_table
+    from shop_r1_doctor.cli.output import Output
 
-    typer.echo("")
-    typer.echo(render_table(results))
-    typer.echo(f"\nwrote {output_dir}/results.json, report.md and eval-*/ (predictions, metrics)")
+    out = Output()
+    out.line("")
+    out.line(render_table(results))
+    out.line(f"\nwrote {output_dir}/results.json, report.md and eval-*/ (predictions, metrics)")

@@ -68,6 +68,9 @@ def eval_command(
         )
     from shop_r1.config import training_data_settings
     from shop_r1.eval import EvalOptions, run_eval
+    from shop_r1_doctor.cli.output import Output, progress
+
+    out = Output()
 
     given = {
         "seed": seed,
@@ -84,13 +87,13 @@ def eval_command(
     if model:
         from shop_r1.models import resolve_model
 
-        model = resolve_model(model, log=lambda m: typer.echo(m, err=True))
+        model = resolve_model(model, log=out.note)
     found = training_data_settings(model) if model and Path(model).is_dir() else None
     if found:
         taken = {k: v for k, v in found[1].items() if k not in settings}
         if taken:
             shown = ", ".join(f"{k}={v}" for k, v in taken.items())
-            typer.echo(f"from {found[0]}: {shown}", err=True)
+            out.note(f"from {found[0]}: {shown}")
         settings.update(taken)
 
     opts = EvalOptions(
@@ -112,22 +115,20 @@ def eval_command(
         **settings,
     )
     opts.check()
-    from shop_r1_doctor.cli.output import progress
-
     with progress("generating", total=None, unit="prompts") as bar:
         result = run_eval(opts, on_done=bar, on_total=bar.set_total)
     m = result.metrics
-    typer.echo(
+    out.line(
         f"n={m['n']}  exact={m['exact_match']:.2%}  type_acc={m['type_accuracy']:.2%}  "
         f"macro_f1={m['type_macro_f1']:.2%}  parse_fail={m['parse_failure_rate']:.2%}"
     )
     for name, t in m["per_type"].items():
-        typer.echo(
+        out.line(
             f"  {name:<16} support={t['support']:<5} P={t['precision']:.2%} "
             f"R={t['recall']:.2%} F1={t['f1']:.2%} exact={t['exact_match']:.2%} "
             f"predicted_share={m['prediction_mix'].get(name, 0.0):.2%}"
         )
     failures = result.meta.get("request_failures", 0)
     if failures:
-        typer.echo(f"warning: {failures} request(s) failed after retries (counted as wrong)")
-    typer.echo(f"wrote {output_dir}/predictions.jsonl, metrics.json, report.md")
+        out.line(f"warning: {failures} request(s) failed after retries (counted as wrong)")
+    out.line(f"wrote {output_dir}/predictions.jsonl, metrics.json, report.md")

@@ -49,14 +49,15 @@ def score(
     report = score_files(
         gold, pred, with_rewards=rewards, strict=not lenient, cfg=cfg, require_all=require_all
     )
-    if as_json:
-        from shop_r1_doctor.cli.output import Output
+    from shop_r1_doctor.cli.output import Output
 
-        Output(True).emit(report["schema"], report)
+    out = Output(as_json)
+    if as_json:
+        out.emit(report["schema"], report)
     elif markdown:
-        typer.echo(render_markdown(report))
+        out.line(render_markdown(report))
     else:
-        render_terminal(report)
+        render_terminal(report, out)
 
 
 def _pct(x: float) -> str:
@@ -85,11 +86,10 @@ def render_markdown(r: dict[str, Any]) -> str:
     return "\n".join(lines)
 
 
-def render_terminal(r: dict[str, Any]) -> None:
-    from rich.console import Console
+def render_terminal(r: dict[str, Any], out: Any) -> None:
     from rich.table import Table
 
-    console = Console()
+    console = out.console()
     head = Table(title=f"Shop-R1 score ({r['n']} predictions, {r['parser']} parser)")
     for col in ("exact action acc", "action type acc", "action type F1", "parse failures"):
         head.add_column(col, justify="right")

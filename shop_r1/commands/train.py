@@ -57,15 +57,14 @@ def _run(
 ) -> None:
     import dataclasses
 
-    from rich.console import Console
-
     from shop_r1.config import CONFIG_CLASSES, RUN_CONFIG, load_config, parse_set, render_config
+    from shop_r1_doctor.cli.output import Output
 
-    console = Console(stderr=as_json)  # --json: stdout holds only the JSON
+    out = Output(as_json)  # --json: stdout holds only the JSON, the rest goes to stderr
     flags = {**flags, **parse_set(sets, CONFIG_CLASSES[command])}
     cfg, source = load_config(command, yaml_path=config, flags=flags)
     if print_config:
-        typer.echo(render_config(cfg, source), nl=False)
+        Output().line(render_config(cfg, source), nl=False)
         raise typer.Exit()
     from shop_r1.commands._common import require_train_extra
     from shop_r1_doctor.errors import ToolError
@@ -83,7 +82,7 @@ def _run(
 
     # A .gguf file becomes its cached safetensors folder here, once, so the plan, TRL's
     # policy and reference model and vLLM all load the same weights.
-    resolved = resolve_model(cfg.model, log=lambda m: console.print(m))
+    resolved = resolve_model(cfg.model, log=lambda m: out.print(m))
     if resolved != cfg.model:
         cfg = dataclasses.replace(cfg, model=resolved)
 
@@ -92,19 +91,17 @@ def _run(
     from shop_r1_doctor.api import load_snapshot
 
     prepared = prepare(cfg, snapshot=load_snapshot(snapshot) if snapshot else None)
-    console.print(render_table(prepared.plan, title=f"shop-r1 train {command}: auto-configuration"))
+    out.print(render_table(prepared.plan, title=f"shop-r1 train {command}: auto-configuration"))
     for f in prepared.findings:
         if f.severity != "info":
             mark = "[red]✗[/red]" if f.severity == "error" else "[yellow]![/yellow]"
             ignored = " (ignored)" if f.code in ignore else ""
-            console.print(
+            out.print(
                 f"{mark} {f.code}{ignored}: {f.title}" + (f"\n    fix: {f.fix}" if f.fix else "")
             )
     errors = prepared.errors(ignore)
     if as_json:
-        from shop_r1_doctor.cli.output import Output
-
-        Output(True).emit(
+        out.emit(
             "shop-r1.train-plan/1",
             {
                 "command": command,
@@ -120,23 +117,21 @@ def _run(
             },
         )
     if errors:
-        console.print(
-            f"[red]preflight: {len(errors)} error(s); fix them or pass --ignore CODE[/red]"
-        )
+        out.print(f"[red]preflight: {len(errors)} error(s); fix them or pass --ignore CODE[/red]")
         raise typer.Exit(1)
     from shop_r1 import train_grpo, train_sft
 
     module = train_sft if command == "sft" else train_grpo
     checked, note = trl_check_plan(prepared.plan, snapshot is not None)
     if note:
-        console.print(note)
+        out.print(note)
     try:  # TRL's own validation of its config, before any model is loaded
         module.trl_config(cfg, checked)  # type: ignore[arg-type]
     except (ValueError, TypeError) as exc:
         raise ToolError(
             f"TRL's {'SFTConfig' if command == 'sft' else 'GRPOConfig'} rejects this config: {exc}"
         ) from None
-    console.print(
+    out.print(
         f"preflight ok: {len(prepared.rows)} training rows, {len(prepared.test_rows)} held out"
     )
     if dry_run:
@@ -170,7 +165,7 @@ def _run(
         gpu_name=gpu_name,
     )
     _write_node_summary(summary)
-    console.print(f"saved to {cfg.output_dir}\n" + render_summary(summary))
+    out.print(f"saved to {cfg.output_dir}\n" + render_summary(summary))
 
 
 def _write_node_summary(summary: dict[str, Any]) -> None:
@@ -266,7 +261,9 @@ def _check_before_loading(cfg: Any, resume: bool) -> None:
                 f"--resume: no checkpoint-N directory in {out}; run without --resume to start "
                 "fresh, or point --output-dir at the earlier run"
             )
-        typer.echo(f"resuming from {found}", err=True)
+        from shop_r1_doctor.cli.output import Output
+
+        Output().note(f"resuming from {found}")
 
 
 def _common_flags(**kw: Any) -> dict[str, Any]:

@@ -63,6 +63,9 @@ def run_doctor(
     if save is not None:
         save_snapshot(snapshot, save)
     diagnosis = diagnose(snapshot)
+    from shop_r1_doctor.cli.output import Output
+
+    out = Output(as_json)
 
     encoding = getattr(sys.stdout, "encoding", None) or "utf-8"
     if as_json:
@@ -77,10 +80,9 @@ def run_doctor(
 
         color = sys.stdout.isatty() and not os.environ.get("NO_COLOR")
         text = render_terminal(diagnosis, verbose=verbose, encoding=encoding, color=color)
-    sys.stdout.write(text)
-    sys.stdout.flush()
+    out.write(text)
     if save is not None and not as_json:
-        typer.echo(f"snapshot saved to {save}", err=True)
+        out.note(f"snapshot saved to {save}")
     return diagnosis.exit_code
 
 

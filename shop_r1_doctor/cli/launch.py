@@ -6,7 +6,7 @@ import dataclasses
 import os
 import shlex
 import sys
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any
 
@@ -14,20 +14,22 @@ import typer
 
 from shop_r1_doctor.errors import ToolError
 
-# Set by the trainer's command wiring (shop_r1.commands.train.register): checks a
-# `--config` against the training config's types, so a launch script is never written
-# for a config that `shop-r1 train` would reject. The doctor does not import the trainer.
-CONFIG_VALIDATORS: dict[str, Callable[[Path, dict[str, Any]], None]] = {}
+# Checks a `--config` against the training config's types, so a launch script is never
+# written for a config that `shop-r1 train` would reject. The trainer owns the config and
+# the doctor does not import it: the entry point passes the checks to `register`.
+ConfigCheck = Callable[[Path, dict[str, Any]], None]
 MAX_GPUS_PER_NODE = 64  # more than any single host sold; a typo guard
 MAX_NODES = 4096
 
 
-def register(app: typer.Typer) -> None:
-    """Add this group's command(s) to the root app."""
-    app.command("launch")(launch)
+def register(app: typer.Typer, config_checks: Mapping[str, ConfigCheck] | None = None) -> None:
+    """Add `launch` to the root app; `config_checks` (task -> check) reach the command as
+    its context's `obj`."""
+    app.command("launch", context_settings={"obj": dict(config_checks or {})})(launch)
 
 
 def launch(
+    ctx: typer.Context,
     task: str = typer.Argument(..., help="sft, grpo, eval or vllm-server."),
     output: Path = typer.Option(
         ..., "--output", "-o", help="Script to write (siblings go next to it)."
@@ -74,7 +76,7 @@ def launch(
         raise ToolError(f"--nodes {nodes}: must be 1 to {MAX_NODES}")
     if output.is_dir():
         raise ToolError(f"-o {output}: is a directory; give the script's file name")
-    run_config = _read_config(config, task) if config else {}
+    run_config = _read_config(config, task, ctx.obj or {}) if config else {}
     resolved = ""
     if auto:
         # this machine is the target: its facts fix the profile, GPU count and vLLM
@@ -175,19 +177,23 @@ def _target_facts(snapshot: Path | None) -> tuple[Any, str]:
     return Facts(collect_snapshot(fast=True)), "this machine"
 
 
-def _read_config(path: Path, task: str) -> dict[str, Any]:
+def _read_config(path: Path, task: str, checks: Mapping[str, ConfigCheck]) -> dict[str, Any]:
     """The `--config` file on the one schema reader: every error `FILE:LINE: FIELD: ...`.
-    The trainer's validator (injected) checks fields, types and ranges like `train`."""
+    The trainer's check (passed to `register`) checks fields, types and ranges like `train`."""
     from shop_r1_doctor.schema import Reader
 
-    check = CONFIG_VALIDATORS.get(task)
     if task not in ("sft", "grpo"):
         raise ToolError(f"--config {path}: only sft and grpo take a training config")
+    check = checks.get(task)
+    if check is None:  # never a script from a config nobody checked
+        raise ToolError(
+            f"--config {path}: the training config is checked by the trainer; "
+            "run `shop-r1 launch` (python -m shop_r1.cli), not the doctor alone"
+        )
     reader, data = Reader.read(path, "config")
     if data is None:
         return {}
     if not isinstance(data, dict):  # the same words as `train --config`
         raise reader.fail("", "a config file must be a mapping of setting: value")
-    if check is not None:
-        check(path, data)
+    check(path, data)
     return data

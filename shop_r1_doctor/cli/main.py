@@ -11,6 +11,8 @@ inside the command function, so `shop-r1 --help` stays fast in any environment.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
+
 import typer
 
 from shop_r1_doctor import __version__
@@ -26,8 +28,14 @@ def _version(value: bool) -> None:
         raise typer.Exit()
 
 
-def make_app(help_text: str) -> typer.Typer:
-    """A root app with `--version`, `-h` and the doctor's groups registered."""
+def make_app(
+    help_text: str, launch_config_checks: Mapping[str, launch.ConfigCheck] | None = None
+) -> typer.Typer:
+    """A root app with `--version`, `-h` and the doctor's groups registered.
+
+    `launch_config_checks` validate `launch --config` for each task; the doctor has none
+    of its own (the training config is the trainer's), so the entry point that has the
+    trainer passes them in, and without them `launch --config` refuses in one line."""
     root = typer.Typer(
         name="shop-r1",
         help=help_text,
@@ -47,7 +55,10 @@ def make_app(help_text: str) -> typer.Typer:
         pass
 
     for group in DOCTOR_GROUPS:
-        group.register(root)
+        if group is launch:
+            launch.register(root, launch_config_checks)
+        else:
+            group.register(root)
     return root
 
 

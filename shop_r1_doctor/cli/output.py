@@ -26,14 +26,22 @@ from typing import Any
 import typer
 from typer.core import TyperGroup, TyperOption
 
-try:  # typer >= 0.20 vendors click; older typer uses the click package
-    from typer._click import core as _core
-    from typer._click import exceptions as _exc
-except ImportError:  # pragma: no cover - depends on the installed typer
-    from click import core as _core  # type: ignore[no-redef]
-    from click import exceptions as _exc  # type: ignore[no-redef]
-
 from shop_r1_doctor.errors import ToolError
+
+
+def _click_class(public: type, name: str) -> Any:
+    """click's class `name`, found among the bases of one of typer's public exports.
+
+    typer >= 0.20 vendors click in a private module (`typer._click`), older typer uses the
+    click package; either way `typer.BadParameter` is click's, so its bases are the
+    exception classes typer raises. No import of a private module, one path for both."""
+    for cls in public.__mro__:
+        if cls.__name__ == name:
+            return cls
+    raise ImportError(f"typer {typer.__version__}: {public.__name__} has no base {name}")
+
+
+ClickException = _click_class(typer.BadParameter, "ClickException")
 
 PROG = "shop-r1"
 EXIT_INTERRUPTED = 130  # as a shell reports SIGINT
@@ -98,7 +106,13 @@ def _say(line: str, prog: str = PROG) -> None:
     sys.stderr.flush()
 
 
-def _usage_line(exc: _exc.ClickException) -> str:
+def _is_no_args_help(exc: Any) -> bool:
+    """click's NoArgsIsHelpError (a group called bare shows its help), known by its class
+    name: it is not among the bases of typer's public exports."""
+    return any(cls.__name__ == "NoArgsIsHelpError" for cls in type(exc).__mro__)
+
+
+def _usage_line(exc: Any) -> str:
     msg = _one_line(exc.format_message())
     ctx = getattr(exc, "ctx", None)
     if ctx is not None:
@@ -111,16 +125,16 @@ def _usage_line(exc: _exc.ClickException) -> str:
 _METAVARS = {"int": "N", "float": "NUMBER", "path": "PATH", "str": "TEXT", "bool": ""}
 
 
-def _readable_metavars(cmd: _core.Command) -> None:
+def _readable_metavars(cmd: Any) -> None:
     make_help = cmd.get_help_option
 
-    def help_option(ctx: _core.Context) -> Any:
+    def help_option(ctx: typer.Context) -> Any:
         opt = make_help(ctx)
         if opt is not None:
             opt.metavar = ""
         return opt
 
-    cmd.get_help_option = help_option  # type: ignore[method-assign]
+    cmd.get_help_option = help_option
     for param in cmd.params:
         # typer 0.29's `<str>`-style labels come from display_type; older typer has none
         if param.metavar is not None or not isinstance(param, TyperOption):
@@ -130,7 +144,7 @@ def _readable_metavars(cmd: _core.Command) -> None:
         if param.is_flag:
             param.metavar = ""
             continue
-        label = param.display_type(_core.Context(cmd)).strip("<>")
+        label = param.display_type(typer.Context(cmd)).strip("<>")
         if "|" in label:  # a choice: keep the choices
             continue
         base = label.removeprefix("list[").removesuffix("]")
@@ -155,10 +169,11 @@ class ShopR1Group(TyperGroup):
             self.epilog = "Exit status: " + "; ".join(f"{k} {v}" for k, v in EXIT_CODES.items())
         try:
             rv = super().main(args, prog_name or PROG, complete_var, standalone_mode=False, **extra)
-        except _exc.NoArgsIsHelpError as exc:
-            exc.show()
-            code = exc.exit_code
-        except _exc.ClickException as exc:
+        except ClickException as exc:
+            if _is_no_args_help(exc):
+                exc.show()
+                code = exc.exit_code
+                return self._exit(code, standalone_mode)
             ctx = getattr(exc, "ctx", None)
             _say(_usage_line(exc), ctx.command_path if ctx is not None else PROG)
             code = exc.exit_code
@@ -168,14 +183,18 @@ class ShopR1Group(TyperGroup):
         else:
             # standalone_mode=False returns an Exit's status, else the command's value
             code = rv if isinstance(rv, int) else 0
+        return self._exit(code, standalone_mode)
+
+    @staticmethod
+    def _exit(code: int, standalone_mode: bool) -> int:
         if not standalone_mode:
             return code
         sys.exit(code)
 
-    def invoke(self, ctx: _core.Context) -> Any:
+    def invoke(self, ctx: Any) -> Any:
         try:
             return super().invoke(ctx)
-        except (typer.Exit, _exc.ClickException, typer.Abort):
+        except (typer.Exit, ClickException, typer.Abort):
             raise
         except KeyboardInterrupt:
             if debug():
@@ -200,7 +219,10 @@ class ShopR1Group(TyperGroup):
 
 
 class Output:
-    """A command's data, printed once: human (rich) or `--json` with its schema name."""
+    """A command's output, in one place: human (plain lines, rich tables) or `--json`.
+
+    With `as_json`, stdout carries only the JSON document: every human line a command
+    prints through `line`/`print` goes to stderr instead, so `--json` stays parseable."""
 
     def __init__(self, as_json: bool = False) -> None:
         self.as_json = as_json
@@ -208,16 +230,34 @@ class Output:
     def console(self, stderr: bool = False) -> Any:
         from rich.console import Console
 
-        return Console(stderr=stderr, highlight=False)
+        return Console(stderr=stderr or self.as_json, highlight=False)
 
     def emit(self, schema: str, payload: Any, human: Callable[[Any], None] | None = None) -> None:
         """JSON: `{"schema": ..., **payload}` (a list goes under "items"); else `human`."""
         if self.as_json or human is None:
-            body = dict(payload) if isinstance(payload, dict) else {"items": payload}
-            body = {k: v for k, v in body.items() if k != "schema"}
-            typer.echo(json.dumps({"schema": schema, **body}, indent=2, ensure_ascii=False))
+            typer.echo(self.json_text(schema, payload), nl=False)
         else:
             human(self.console())
+
+    @staticmethod
+    def json_text(schema: str, payload: Any) -> str:
+        """The `--json` document as text, for a command that also saves it to a file."""
+        body = dict(payload) if isinstance(payload, dict) else {"items": payload}
+        body = {k: v for k, v in body.items() if k != "schema"}
+        return json.dumps({"schema": schema, **body}, indent=2, ensure_ascii=False) + "\n"
+
+    def line(self, text: str = "", *, err: bool = False, nl: bool = True) -> None:
+        """A human line: stdout, or stderr when `err` or when stdout holds JSON."""
+        typer.echo(text, err=err or self.as_json, nl=nl)
+
+    def print(self, *renderables: Any, err: bool = False) -> None:
+        """Rich text or tables (markup such as `[red]`), on the same streams as `line`."""
+        self.console(stderr=err).print(*renderables)
+
+    def write(self, text: str) -> None:
+        """Text rendered elsewhere (a report, a document) to stdout, as it is."""
+        sys.stdout.write(text)
+        sys.stdout.flush()
 
     def note(self, text: str) -> None:
         """A human remark; goes to stderr so `--json` stdout stays parseable."""

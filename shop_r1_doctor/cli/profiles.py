@@ -26,14 +26,14 @@ def list_cmd(
     as_json: bool = typer.Option(False, "--json", help="Machine-readable output."),
 ) -> None:
     """List the profiles with the GPUs they match and their stack."""
+    from shop_r1_doctor.cli.output import Output
     from shop_r1_doctor.profiles.model import load_profiles
 
     profiles = load_profiles(directory)
+    out = Output(as_json)
     if as_json:
-        from shop_r1_doctor.cli.output import Output
-
         items = [{"name": p.name, **_summary(p)} for p in profiles.values()]
-        Output(True).emit("shop-r1.profiles/1", {"profiles": items})
+        out.emit("shop-r1.profiles/1", {"profiles": items})
         return
     rows = [("profile", "GPUs (sm)", "torch", "vLLM", "flash-attn", "dtype")]
     for p in profiles.values():
@@ -43,7 +43,7 @@ def list_cmd(
         )
     widths = [max(len(r[i]) for r in rows) for i in range(len(rows[0]))]
     for row in rows:
-        typer.echo("  ".join(cell.ljust(w) for cell, w in zip(row, widths, strict=True)).rstrip())
+        out.line("  ".join(cell.ljust(w) for cell, w in zip(row, widths, strict=True)).rstrip())
 
 
 def show_cmd(
@@ -54,18 +54,18 @@ def show_cmd(
     as_json: bool = typer.Option(False, "--json", help="Machine-readable output."),
 ) -> None:
     """Show one profile in full, with the source of each fact."""
+    from shop_r1_doctor.cli.output import Output
     from shop_r1_doctor.profiles.lookup import resolve_profile
     from shop_r1_doctor.profiles.match import flash_attn_install_command
     from shop_r1_doctor.profiles.model import load_profiles
 
     found = resolve_profile(name, load_profiles(directory))
     p = found.profile
+    out = Output(as_json)
     if found.how and not as_json:
-        typer.echo(f"({found.how}: profile {p.name})")
+        out.line(f"({found.how}: profile {p.name})")
     if as_json:
-        from shop_r1_doctor.cli.output import Output
-
-        Output(True).emit("shop-r1.profile/1", profile_to_json(p))
+        out.emit("shop-r1.profile/1", profile_to_json(p))
         return
     cc = ", ".join(f"{a}.{b}" for a, b in p.match.compute_capabilities) or "none (no GPU)"
     lines = [
@@ -97,24 +97,26 @@ def show_cmd(
     ]
     lines.append("  sources:")
     lines += [f"    {k}: {v}" for k, v in p.sources.items()]
-    typer.echo("\n".join(lines))
+    out.line("\n".join(lines))
 
 
 def check_cmd(
     directory: Path | None = typer.Option(None, "--dir", help=DIR_HELP),
 ) -> None:
     """Validate every profile against the compatibility knowledge (exit 1 on contradictions)."""
+    from shop_r1_doctor.cli.output import Output
     from shop_r1_doctor.knowledge import load_compat
     from shop_r1_doctor.profiles.check import RULES, check_profiles
     from shop_r1_doctor.profiles.model import load_profiles
 
     profiles = load_profiles(directory)
     problems = check_profiles(profiles, load_compat())
+    out = Output()
     for problem in problems:
-        typer.echo(str(problem))
+        out.line(str(problem))
     bad = len({p.profile for p in problems})
     verdict = f"{len(problems)} contradiction(s) in {bad} profile(s)" if problems else "ok"
-    typer.echo(f"checked {len(profiles)} profiles x {len(RULES)} rule groups: {verdict}")
+    out.line(f"checked {len(profiles)} profiles x {len(RULES)} rule groups: {verdict}")
     if problems:
         raise typer.Exit(1)
 

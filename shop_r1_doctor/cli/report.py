@@ -43,7 +43,9 @@ def report(
     With --log but no --cmd the log is treated as coming from elsewhere: the diagnosis
     uses the log alone and this machine's findings are listed apart, labelled as such."""
     from shop_r1_doctor.bugreport import RunOutcome, build_report
+    from shop_r1_doctor.cli.output import Output
 
+    out = Output(json_out)
     log_text = read_log(log) if log else ""
     outcome = RunOutcome(command=cmd, log_path=str(log) if log else None)
     data = gather(outcome, log_text, snapshot_path=snapshot, fast=fast)
@@ -56,14 +58,14 @@ def report(
         doc = print_json(run, data, None, hosts=redact_hosts, to_stdout=output is None)
         if output is not None:
             write_report(output, doc)
-            typer.echo(f"Diagnosis written to {output} (secrets redacted).", err=True)
+            out.note(f"Diagnosis written to {output} (secrets redacted).")
         return
     text = build_report(data, hosts=redact_hosts)
     if output is None:
-        typer.echo(text, nl=False)
+        out.line(text, nl=False)
         return
     write_report(output, text)
-    typer.echo(f"Bug report written to {output} (secrets redacted; review it before posting).")
+    out.line(f"Bug report written to {output} (secrets redacted; review it before posting).")
 
 
 def gather(
@@ -110,8 +112,6 @@ def print_json(
     to_stdout: bool = True,
 ) -> str:
     """The `shop-r1.diagnosis/1` document (printed when `to_stdout`), as text."""
-    import json
-
     from shop_r1_doctor.causes import Diagnosis, diagnosis_json
 
     if isinstance(data, list):  # a run that succeeded: no report, no causes
@@ -129,10 +129,11 @@ def print_json(
         )
         if isinstance(doc.get("doctor"), dict):  # the same plan `doctor --json` carries
             doc["doctor"]["fix_plan"] = data.fix_plan.to_json() if data.fix_plan else None
-    text = json.dumps(doc, indent=2, ensure_ascii=False) + "\n"
+    from shop_r1_doctor.cli.output import Output
+
     if to_stdout:
-        typer.echo(text, nl=False)
-    return text
+        Output(as_json=True).emit(doc["schema"], doc)
+    return Output.json_text(doc["schema"], doc)
 
 
 def read_log(path: Path) -> str:

@@ -51,6 +51,7 @@ def run(
     import sys
 
     from shop_r1_doctor.bugreport import RunOutcome, build_report
+    from shop_r1_doctor.cli.output import Output
     from shop_r1_doctor.cli.report import gather, print_json, write_report
     from shop_r1_doctor.runwatch import default_min_seconds, judge, run_and_tee
 
@@ -58,7 +59,7 @@ def run(
     result = run_and_tee(command, run_dir, out=sys.stderr.buffer if json_out else None)
     threshold = default_min_seconds(command) if min_seconds is None else min_seconds
     verdict = judge(result, threshold)
-    say = _stderr
+    say = Output().note
     if result.interrupted:
         say(f"shop-r1 run: interrupted; log kept in {result.log_path}")
         raise typer.Exit(result.exit_code or 130)
@@ -112,7 +113,3 @@ def default_run_dir(command: list[str]) -> Path:
         name = Path(command[1]).stem
     safe = "".join(c if c.isalnum() or c in "-_." else "-" for c in name)[:40] or "cmd"
     return Path("shop-r1-runs") / f"{time.strftime('%Y%m%d-%H%M%S')}-{safe}"
-
-
-def _stderr(message: str) -> None:
-    typer.echo(message, err=True)

@@ -6,7 +6,6 @@ steps run in order, and the doctor runs inside it with its own interpreter.
 
 from __future__ import annotations
 
-import json
 import shutil
 import subprocess
 import sys
@@ -65,7 +64,10 @@ def setup(
     as_json: bool = typer.Option(False, "--json", help="Print JSON (schema shop-r1.setup/1)."),
 ) -> None:
     """Install a profile's stack into a new virtual environment, then run the doctor in it."""
+    from shop_r1_doctor.cli.output import Output
     from shop_r1_doctor.setup.install import install_plan, render_text
+
+    out = Output(as_json)
 
     if installer not in ("auto", "uv", "pip"):
         raise ToolError(f"--installer {installer}: choose auto, uv or pip")
@@ -74,7 +76,7 @@ def setup(
         from shop_r1_doctor.setup.execute import check_new_venv
 
         check_new_venv(venv)  # before any probing: never a step toward an existing env
-    prof, how, target = _profile_and_target(profile, snapshot, dump)
+    prof, how, target = _profile_and_target(profile, snapshot, dump, out)
     from shop_r1_doctor.dockerfile import validate_extras
 
     extras = validate_extras(prof, with_)
@@ -94,22 +96,19 @@ def setup(
     doc: dict[str, Any] = {**plan.to_json(), "profile_how": how or None, "dry_run": dry_run}
     if dry_run:
         doc["result"] = None
-        if as_json:
-            typer.echo(json.dumps(doc, indent=2))
-        else:
-            typer.echo(render_text(plan), nl=False)
+        out.emit(doc["schema"], doc, lambda _: out.line(render_text(plan), nl=False))
         return
     from shop_r1_doctor.setup.execute import execute
 
     if not as_json:
-        typer.echo(render_text(plan), nl=False, err=True)
-    result = execute(plan, on_step=lambda line: typer.echo(line, err=True))
+        out.line(render_text(plan), nl=False, err=True)
+    result = execute(plan, on_step=out.note)
     doc["result"] = result.to_json()
     if as_json:
-        typer.echo(json.dumps(doc, indent=2))
+        out.emit(doc["schema"], doc)
     else:
         s = result.doctor_summary or {}
-        typer.echo(
+        out.line(
             f"{plan.venv}: installed profile {prof.name} ({plan.torch.local}) in "
             f"{sum(st.seconds for st in result.steps):.0f} s; doctor in it (profile "
             f"{result.doctor_profile}): {s.get('errors', '?')} errors, "
@@ -119,7 +118,7 @@ def setup(
 
 
 def _profile_and_target(
-    profile: str | None, snapshot: Path | None, dump: str | None = None
+    profile: str | None, snapshot: Path | None, dump: str | None, out: Any
 ) -> tuple[Any, str, Any]:
     from shop_r1_doctor.facts import Facts
     from shop_r1_doctor.profiles.lookup import resolve_profile
@@ -159,7 +158,7 @@ def _profile_and_target(
     from shop_r1_doctor.cli.build_image import uncovered_gpus
 
     for line in uncovered_gpus(prof, (facts.gpus, source)):
-        typer.echo(f"warning: {line}", err=True)
+        out.note(f"warning: {line}")
     if prof.cuda is not None and not target.ccs:
         # a GPU profile planned on a machine without GPUs (a build host): the profile's
         # GPUs, any driver; the RAM and CPUs still size the flash-attn build here

@@ -13,7 +13,9 @@ import sys
 import pytest
 from repo_paths import ROOT
 
+import shop_r1
 import shop_r1_doctor
+import shop_r1_doctor.cli
 
 tomllib = pytest.importorskip("tomllib")  # Python >= 3.11 (CI and the dev venv)
 
@@ -36,11 +38,44 @@ def test_every_doctor_module_is_in_a_layer():
     assert placed - modules == set(), "the layers contract names modules that do not exist"
 
 
+PUBLIC = {"shop_r1_doctor.api", "shop_r1_doctor.errors", "shop_r1_doctor.cli.output"}
+
+
+def _doctor_internals():
+    """Every top-level doctor module, with the CLI package split into its modules."""
+    top = {f"shop_r1_doctor.{m.name}" for m in pkgutil.iter_modules(shop_r1_doctor.__path__)}
+    cli = {
+        f"shop_r1_doctor.cli.{m.name}" for m in pkgutil.iter_modules(shop_r1_doctor.cli.__path__)
+    }
+    return (top - {"shop_r1_doctor.cli"}) | cli
+
+
 def test_trainer_forbidden_list_covers_every_internal_module():
     (api,) = [c for c in _contracts() if "public API" in c["name"]]
-    internal = {f"shop_r1_doctor.{m.name}" for m in pkgutil.iter_modules(shop_r1_doctor.__path__)}
-    public = {"shop_r1_doctor.api", "shop_r1_doctor.errors"}
-    assert set(api["forbidden_modules"]) == internal - public
+    assert set(api["forbidden_modules"]) == _doctor_internals() - PUBLIC
+
+
+def test_no_contract_has_exceptions():
+    # an `ignore_imports` line is how an entry point ends up inside a half again
+    assert [c["name"] for c in _contracts() if c.get("ignore_imports")] == []
+
+
+def test_every_trainer_module_but_the_entry_point_is_a_source():
+    # the entry point (shop_r1.cli) sits above both halves; any other trainer module
+    # left out of the sources would escape the public-API and the entry-point contracts
+    trainer = {f"shop_r1.{m.name}" for m in pkgutil.iter_modules(shop_r1.__path__)}
+    (api,) = [c for c in _contracts() if "public API" in c["name"]]
+    (entry,) = [c for c in _contracts() if c["name"] == "Nothing imports the entry point"]
+    assert set(api["source_modules"]) == trainer - {"shop_r1.cli"}
+    assert set(entry["source_modules"]) == trainer - {"shop_r1.cli"} | {"shop_r1_doctor"}
+
+
+def test_entry_point_reaches_the_doctor_through_its_root_app_only():
+    (wiring,) = [c for c in _contracts() if c["name"].startswith("The entry point wires")]
+    assert wiring["source_modules"] == ["shop_r1.cli"]
+    assert set(wiring["forbidden_modules"]) == _doctor_internals() - PUBLIC - {
+        "shop_r1_doctor.cli.main"
+    }
 
 
 def test_contracts_are_kept():
