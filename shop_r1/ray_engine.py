@@ -268,7 +268,8 @@ def failure_line(exc: Exception, where: dict[int, dict[str, Any]], alive: set[st
     errors (a collective whose peer vanished) are its consequences."""
     failures: dict[int, Exception] = dict(getattr(exc, "worker_failures", None) or {})
     if not failures:  # the controller itself failed (placement, startup)
-        return f"ray: training failed: {_first_line(str(exc))}"
+        cause = getattr(exc, "controller_failure", None) or exc
+        return f"ray: training failed: {type(cause).__name__}: {_first_line(str(cause))}"
     died = [r for r, e in failures.items() if _died(e)]
     rank = min(died) if died else min(failures)
     error = failures[rank]
@@ -285,8 +286,11 @@ def failure_line(exc: Exception, where: dict[int, dict[str, Any]], alive: set[st
             if node and node not in alive
             else "died: its process exited (killed, out of memory or crashed)"
         )
+    elif isinstance(error, ToolError):  # ours: the message names what to change
+        how = f"failed: {_first_line(str(error))}"
     else:
-        how = f"raised {type(error).__name__}: {_first_line(str(error))}"
+        name = type(error).__name__
+        how = f"raised {name}: {_first_line(str(error)).removeprefix(f'{name}: ')}"
     others = len(failures) - 1
     tail = f"; {others} other worker(s) failed with it" if others else ""
     return f"ray worker rank {rank} {at} {how}{tail}"
