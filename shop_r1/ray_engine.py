@@ -361,5 +361,6 @@ def _outcome(
     from shop_r1.commands.train import _write_node_summary
 
     _write_node_summary(summary)
-    say(f"saved to {job.cfg.output_dir} (by rank 0)\n" + render_summary(summary))
+    shown = {k: v for k, v in summary.items() if k != "workers"}  # one line each, above
+    say(f"saved to {job.cfg.output_dir} (by rank 0)\n" + render_summary(shown))
     return summary
