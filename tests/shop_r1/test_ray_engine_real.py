@@ -223,6 +223,31 @@ def test_sft_trains_on_both_ray_nodes(cluster, tiny, tmp_path):
     )
 
 
+def test_grpo_trains_on_both_ray_nodes(cluster, tiny, tmp_path):
+    """GRPO too: both workers generate (transformers, no vLLM here) and step together."""
+    out, node_summary = tmp_path / "grpo", tmp_path / "node-summary.json"
+    args = [
+        *_train(tiny, out, cluster.address, 2),
+        "--set",
+        "num_generations=2",
+        "--set",
+        "max_completion_length=8",
+    ]
+    args[args.index("sft")] = "grpo"
+    proc = subprocess.run(
+        args,
+        env=_env(TMPDIR=cluster.root, SHOP_R1_NODE_SUMMARY=str(node_summary)),
+        capture_output=True,
+        text=True,
+        timeout=240,
+    )
+    assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
+    summary = json.loads(node_summary.read_text())
+    assert summary["steps"] == 2 and [p["step"] for p in summary["reward_curve"]] == [1, 2]
+    assert [(w["rank"], w["steps"]) for w in summary["workers"]] == [(0, 2), (1, 2)]
+    assert len({w["node_id"] for w in summary["workers"]}) == 2
+
+
 def _rank_on(node: str, root: str) -> int | None:
     """The pid of the Ray Train worker whose raylet is `node` (None until it runs)."""
     import psutil
