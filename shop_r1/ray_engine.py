@@ -172,7 +172,10 @@ def _connect(address: str) -> Any:
             f"--ray: Ray Train does not import ({exc}): pip install 'ray[train]=={ray.__version__}'"
         ) from None
     _answers(address)
-    ray.init(address=address, logging_level="ERROR", log_to_driver=True)
+    try:
+        ray.init(address=address, logging_level="ERROR", log_to_driver=True)
+    except (ConnectionError, RuntimeError) as exc:  # "auto" with no cluster, a dead head
+        raise ToolError(f"--ray {address}: {_first_line(str(exc))}") from None
     return ray
 
 
