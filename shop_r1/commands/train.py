@@ -1,4 +1,5 @@
-"""`shop-r1 train sft|grpo`: config -> preflight (data, plan, doctor's checks) -> train.
+"""`shop-r1 train sft|grpo`: config -> preflight (data, plan, doctor's checks) -> train,
+in this process (or several under accelerate) or on a Ray cluster (`--ray`).
 
 Only typer is imported at module level; the trainer loads inside the command.
 """
@@ -9,6 +10,8 @@ from pathlib import Path
 from typing import Any
 
 import typer
+
+from shop_r1_doctor.errors import ToolError
 
 train_app = typer.Typer(
     help="Train: SFT cold start, then GRPO on the Shop-R1 reward.", no_args_is_help=True
@@ -36,6 +39,19 @@ SET_OPT = typer.Option(
 IGNORE_OPT = typer.Option(
     [], "--ignore", help="Run despite this preflight error code (repeatable)."
 )
+RAY_OPT = typer.Option(
+    None,
+    "--ray",
+    metavar="ADDRESS",
+    help="Train on the Ray cluster at ADDRESS ('auto': the one running here) with Ray "
+    "Train: one worker per GPU of the cluster (one per node without GPUs).",
+)
+RAY_WORKERS_OPT = typer.Option(
+    None, "--ray-workers", min=1, help="With --ray: how many training workers Ray places."
+)
+RAY_CPUS_OPT = typer.Option(
+    1.0, "--ray-cpus-per-worker", min=0.0, help="With --ray: CPUs Ray reserves per worker."
+)
 SNAPSHOT_OPT = typer.Option(
     None,
     "--snapshot",
@@ -54,20 +70,20 @@ def _run(
     ignore: list[str],
     snapshot: Path | None,
     as_json: bool = False,
+    ray: str | None = None,
+    ray_workers: int | None = None,
+    ray_cpus_per_worker: float = 1.0,
 ) -> None:
-    import dataclasses
-
-    from shop_r1.config import CONFIG_CLASSES, RUN_CONFIG, load_config, parse_set, render_config
+    from shop_r1.config import CONFIG_CLASSES, load_config, parse_set, render_config
     from shop_r1_doctor.cli.output import Output
 
-    out = Output(as_json)  # --json: stdout holds only the JSON, the rest goes to stderr
+    console = Output(as_json)  # --json: stdout holds only the JSON, the rest goes to stderr
     flags = {**flags, **parse_set(sets, CONFIG_CLASSES[command])}
     cfg, source = load_config(command, yaml_path=config, flags=flags)
     if print_config:
         Output().line(render_config(cfg, source), nl=False)
         raise typer.Exit()
     from shop_r1.commands._common import require_train_extra
-    from shop_r1_doctor.errors import ToolError
 
     # --dry-run too: the plan needs the model's tokenizer and TRL's config rules
     require_train_extra(f"train {command}" + (" --dry-run" if dry_run else ""))
@@ -77,31 +93,92 @@ def _run(
         if not getattr(cfg, name):
             raise ToolError(f"--{name}: missing (or set `{name}:` in --config)")
     _check_before_loading(cfg, resume)
+    if ray is None and ray_workers is not None:
+        raise ToolError("--ray-workers: needs --ray ADDRESS (the cluster the workers run on)")
+    if ray is not None and as_json:
+        raise ToolError("--json: not with --ray (each Ray worker plans on its own machine)")
+    from shop_r1_doctor.api import load_snapshot
+
+    if ray is not None:
+        from shop_r1 import ray_engine
+
+        snap = load_snapshot(snapshot) if snapshot else None
+        job = ray_engine.RayJob(command, cfg, source, resume, tuple(ignore), snap, dry_run)
+        ray_engine.run(job, ray_engine.RayLayout(ray, ray_workers, ray_cpus_per_worker), console)
+        return
+    try:
+        run_here(
+            command,
+            cfg,
+            source,
+            console,
+            resume=resume,
+            ignore=ignore,
+            snapshot=load_snapshot(snapshot) if snapshot else None,
+            dry_run=dry_run,
+            as_json=as_json,
+        )
+    except PreflightErrors as exc:
+        console.print(
+            f"[red]preflight: {len(exc.codes)} error(s); fix them or pass --ignore CODE[/red]"
+        )
+        raise typer.Exit(1) from None
+
+
+class PreflightErrors(ToolError):
+    """The preflight found errors (exit 1: it ran and found problems)."""
+
+    exit_code = 1
+
+    def __init__(self, codes: list[str]) -> None:
+        super().__init__(
+            f"preflight: {len(codes)} error(s) ({', '.join(codes)}); fix them or pass --ignore CODE"
+        )
+        self.codes = codes
+
+
+def run_here(
+    command: str,
+    cfg: Any,
+    source: Any,
+    console: Any,
+    *,
+    resume: bool,
+    ignore: list[str],
+    snapshot: dict[str, Any] | None,
+    dry_run: bool,
+    as_json: bool = False,
+) -> dict[str, Any] | None:
+    """Preflight on this machine, then train in this process (one of several under
+    accelerate or Ray Train: torch.distributed's environment says which). Returns the
+    run summary; None after a dry run. Preflight errors raise `PreflightErrors`."""
+    import dataclasses
 
     from shop_r1.models import resolve_model
 
     # A .gguf file becomes its cached safetensors folder here, once, so the plan, TRL's
     # policy and reference model and vLLM all load the same weights.
-    resolved = resolve_model(cfg.model, log=lambda m: out.print(m))
+    resolved = resolve_model(cfg.model, log=lambda m: console.print(m))
     if resolved != cfg.model:
         cfg = dataclasses.replace(cfg, model=resolved)
 
     from shop_r1.autoconfig import render_table
     from shop_r1.preflight import prepare
-    from shop_r1_doctor.api import load_snapshot
 
-    prepared = prepare(cfg, snapshot=load_snapshot(snapshot) if snapshot else None)
-    out.print(render_table(prepared.plan, title=f"shop-r1 train {command}: auto-configuration"))
+    prepared = prepare(cfg, snapshot=snapshot)
+    console.print(render_table(prepared.plan, title=f"shop-r1 train {command}: auto-configuration"))
     for f in prepared.findings:
         if f.severity != "info":
             mark = "[red]✗[/red]" if f.severity == "error" else "[yellow]![/yellow]"
             ignored = " (ignored)" if f.code in ignore else ""
-            out.print(
+            console.print(
                 f"{mark} {f.code}{ignored}: {f.title}" + (f"\n    fix: {f.fix}" if f.fix else "")
             )
     errors = prepared.errors(ignore)
     if as_json:
-        out.emit(
+        from shop_r1_doctor.cli.output import Output
+
+        Output(True).emit(
             "shop-r1.train-plan/1",
             {
                 "command": command,
@@ -117,28 +194,28 @@ def _run(
             },
         )
     if errors:
-        out.print(f"[red]preflight: {len(errors)} error(s); fix them or pass --ignore CODE[/red]")
-        raise typer.Exit(1)
+        raise PreflightErrors([f.code for f in errors])
     from shop_r1 import train_grpo, train_sft
 
     module = train_sft if command == "sft" else train_grpo
     checked, note = trl_check_plan(prepared.plan, snapshot is not None)
     if note:
-        out.print(note)
+        console.print(note)
     try:  # TRL's own validation of its config, before any model is loaded
         module.trl_config(cfg, checked)  # type: ignore[arg-type]
     except (ValueError, TypeError) as exc:
         raise ToolError(
             f"TRL's {'SFTConfig' if command == 'sft' else 'GRPOConfig'} rejects this config: {exc}"
         ) from None
-    out.print(
+    console.print(
         f"preflight ok: {len(prepared.rows)} training rows, {len(prepared.test_rows)} held out"
     )
     if dry_run:
-        raise typer.Exit()
+        return None
     import os
 
     from shop_r1.callbacks import render_summary
+    from shop_r1.config import RUN_CONFIG, render_config
 
     # The resolved config goes next to the weights before training starts: `--config` takes
     # it back, and `shop-r1 eval --model <output_dir>` reads the split and prompt settings
@@ -154,7 +231,7 @@ def _run(
     model, tokenizer = train_sft.load_model_and_tokenizer(cfg.model, prepared.plan)
     gpus = prepared.snapshot.get("gpus") or []
     gpu_name = gpus[0].get("name") if gpus and prepared.plan.device == "cuda" else None
-    summary = module.train(
+    summary: dict[str, Any] = module.train(
         cfg,
         prepared.plan,
         prepared.rows,
@@ -165,7 +242,8 @@ def _run(
         gpu_name=gpu_name,
     )
     _write_node_summary(summary)
-    out.print(f"saved to {cfg.output_dir}\n" + render_summary(summary))
+    console.print(f"saved to {cfg.output_dir}\n" + render_summary(summary))
+    return summary
 
 
 def _write_node_summary(summary: dict[str, Any]) -> None:
@@ -230,7 +308,6 @@ def _check_before_loading(cfg: Any, resume: bool) -> None:
     import importlib.util
 
     from shop_r1.commands._common import check_local_ref
-    from shop_r1_doctor.errors import ToolError
 
     check_local_ref(cfg.model, "--model")
     data = Path(cfg.data)
@@ -261,9 +338,7 @@ def _check_before_loading(cfg: Any, resume: bool) -> None:
                 f"--resume: no checkpoint-N directory in {out}; run without --resume to start "
                 "fresh, or point --output-dir at the earlier run"
             )
-        from shop_r1_doctor.cli.output import Output
-
-        Output().note(f"resuming from {found}")
+        typer.echo(f"resuming from {found}", err=True)
 
 
 def _common_flags(**kw: Any) -> dict[str, Any]:
@@ -290,6 +365,9 @@ def sft(
     ignore: list[str] = IGNORE_OPT,
     snapshot: Path = SNAPSHOT_OPT,
     as_json: bool = JSON_OPT,
+    ray: str = RAY_OPT,
+    ray_workers: int = RAY_WORKERS_OPT,
+    ray_cpus_per_worker: float = RAY_CPUS_OPT,
 ) -> None:
     """Supervised fine-tuning on (prompt, rationale + action) rows."""
     flags = _common_flags(
@@ -304,7 +382,21 @@ def sft(
         attn_implementation=attn,
         report_to=report_to,
     )
-    _run("sft", flags, config, sets, print_config, dry_run, resume, ignore, snapshot, as_json)
+    _run(
+        "sft",
+        flags,
+        config,
+        sets,
+        print_config,
+        dry_run,
+        resume,
+        ignore,
+        snapshot,
+        as_json,
+        ray,
+        ray_workers,
+        ray_cpus_per_worker,
+    )
 
 
 @train_app.command("grpo")
@@ -329,6 +421,9 @@ def grpo(
     ignore: list[str] = IGNORE_OPT,
     snapshot: Path = SNAPSHOT_OPT,
     as_json: bool = JSON_OPT,
+    ray: str = RAY_OPT,
+    ray_workers: int = RAY_WORKERS_OPT,
+    ray_cpus_per_worker: float = RAY_CPUS_OPT,
 ) -> None:
     """GRPO with the hierarchical Shop-R1 reward (+ rationale self-certainty)."""
     flags = _common_flags(
@@ -343,7 +438,21 @@ def grpo(
         use_vllm=use_vllm,
         report_to=report_to,
     )
-    _run("grpo", flags, config, sets, print_config, dry_run, resume, ignore, snapshot, as_json)
+    _run(
+        "grpo",
+        flags,
+        config,
+        sets,
+        print_config,
+        dry_run,
+        resume,
+        ignore,
+        snapshot,
+        as_json,
+        ray,
+        ray_workers,
+        ray_cpus_per_worker,
+    )
 
 
 def register(app: typer.Typer) -> None:

@@ -56,7 +56,12 @@ def launch(
         help="Plan for the machine a `shop-r1 doctor --save` snapshot recorded "
         "(default: this machine's facts).",
     ),
-    ray: bool = typer.Option(False, "--ray", help="Start / join a Ray cluster first."),
+    ray: bool = typer.Option(
+        False,
+        "--ray",
+        help="Train on a Ray cluster (sft, grpo): the main node starts or joins it and runs "
+        "`train --ray` (Ray Train places the workers); other nodes only join it.",
+    ),
     as_json: bool = typer.Option(False, "--json", help="Print shop-r1.launch/1 JSON."),
 ) -> None:
     """Write a launch script that carries the doctor's fixes (interpreter, GPU split, env, ports)."""

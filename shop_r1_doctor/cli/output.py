@@ -250,9 +250,10 @@ class Output:
         """A human line: stdout, or stderr when `err` or when stdout holds JSON."""
         typer.echo(text, err=err or self.as_json, nl=nl)
 
-    def print(self, *renderables: Any, err: bool = False) -> None:
-        """Rich text or tables (markup such as `[red]`), on the same streams as `line`."""
-        self.console(stderr=err).print(*renderables)
+    def print(self, *renderables: Any, err: bool = False, **options: Any) -> None:
+        """Rich text or tables (markup such as `[red]`), on the same streams as `line`;
+        `options` are rich's (`markup=False` for text that is not markup)."""
+        self.console(stderr=err).print(*renderables, **options)
 
     def write(self, text: str) -> None:
         """Text rendered elsewhere (a report, a document) to stdout, as it is."""

@@ -176,6 +176,10 @@ def plan_launch(req: LaunchRequest) -> LaunchPlan:
         raise ToolError(
             f"--gpus {req.gpus} with profile cpu: pick a GPU profile (shop-r1 profiles list)"
         )
+    if req.ray and req.task not in ("sft", "grpo"):
+        raise ToolError(
+            f"--ray with launch {req.task}: only sft and grpo train on a Ray cluster; drop --ray"
+        )
     if req.nodes > 1 and p.cuda is None and req.task in ("sft", "grpo"):
         # a login node without GPUs matches `cpu`: one CPU process per node is never the
         # multi-node run that was meant
@@ -218,9 +222,11 @@ def plan_launch(req: LaunchRequest) -> LaunchPlan:
                 f"GRPO generation by transformers: {why} (vLLM: {grpo_vllm_speedup()}); "
                 "use_vllm: auto lets the target's preflight use vLLM if it has it by then"
             )
-        elif count is None or count <= 1 or req.nodes > 1 or req.vllm_available is None:
+        elif count is None or count <= 1 or req.nodes > 1 or req.vllm_available is None or req.ray:
             generation = "vllm-colocate"
-            if count is not None and count <= 1 and req.nodes == 1:
+            if req.ray:
+                why = "Ray Train places the workers: each one's vLLM shares its GPU"
+            elif count is not None and count <= 1 and req.nodes == 1:
                 why = (
                     "one GPU: vLLM shares it with the trainer (a server on the same GPU fails "
                     "NCCL with 'Duplicate GPU detected')"
@@ -264,7 +270,18 @@ def plan_launch(req: LaunchRequest) -> LaunchPlan:
 
     training = req.task in ("sft", "grpo")
     per_node: int | None = (max(len(train), 1) if count is not None else None) if training else 1
-    if training and per_node is None:
+    if training and req.ray:
+        use_accelerate = False
+        workers = (
+            f"{per_node * req.nodes} worker(s)"
+            if per_node is not None
+            else "one worker per GPU of the cluster"
+        )
+        decisions.append(
+            f"Ray Train on the cluster: `train --ray` on the main node places {workers} "
+            f"(TorchTrainer, {'NCCL' if p.cuda else 'gloo'}); the other node(s) only join it"
+        )
+    elif training and per_node is None:
         use_accelerate = p.cuda is not None
         decisions.append(
             f"accelerate launch with FSDP when the target has 2+ GPUs or nodes: one process "

@@ -122,7 +122,12 @@ def _header(plan: LaunchPlan) -> list[str]:
 def _run_time(plan: LaunchPlan) -> list[str]:
     r = plan.request
     out = ["the interpreter: PYTHON, else the active virtualenv's or conda env's, else python3"]
-    if plan.gpus_at_run_time:
+    if r.ray and r.task in ("sft", "grpo"):
+        out.append(
+            "Ray workers: placed by Ray Train on the cluster's GPUs (`train --ray` on the "
+            "main node)"
+        )
+    elif plan.gpus_at_run_time:
         out.append("GPUs per node: TRAIN_GPUS, else CUDA_VISIBLE_DEVICES, else nvidia-smi -L")
     if r.task == "grpo":
         out.append("vLLM: use_vllm auto, resolved by the preflight (train --dry-run)")
@@ -228,6 +233,8 @@ def render_script(plan: LaunchPlan, names: dict[str, str]) -> str:
     out += _cleanup(has_server, r.ray)
     if r.ray:  # first: the preflight then sees the RAY_ADDRESS the run will use
         out += _ray(multi_node, r.nodes, tag)
+        if multi_node and r.task in ("sft", "grpo"):
+            out += _ray_worker_node(tag)
     out += _preflight(plan, names)
     if has_server:
         out += _server(plan)
@@ -249,7 +256,9 @@ def _decided_here(plan: LaunchPlan) -> list[str]:
     """The target's GPUs, GeForce NCCL settings and free ports, decided on it at run time."""
     r = plan.request
     out: list[str] = []
-    if plan.gpus_at_run_time or (r.task == "vllm-server" and not plan.server_gpus):
+    if r.ray and r.task in ("sft", "grpo"):
+        pass  # Ray Train counts the cluster's GPUs; TRAIN_GPUS only limits what a node offers
+    elif plan.gpus_at_run_time or (r.task == "vllm-server" and not plan.server_gpus):
         var = "SERVER_GPUS" if r.task == "vllm-server" else "TRAIN_GPUS"
         out += [
             "",
@@ -287,7 +296,12 @@ def _decided_here(plan: LaunchPlan) -> list[str]:
 def train_args(names: dict[str, str], plan: LaunchPlan | None = None) -> str:
     """The arguments `train` gets, in the preflight and in the run: one spelling."""
     args = f'--model "$MODEL" --data "$DATA" --output-dir "$OUTPUT_DIR" --config "$HERE/{names["config"]}"'
-    if plan is not None and plan.gpus_at_run_time:
+    if plan is not None and plan.request.ray:
+        # the preflight too runs on the Ray workers: they train, not the main node
+        args += ' --ray "$RAY_ADDRESS"'
+        if plan.total_processes is not None and plan.request.profile.cuda is not None:
+            args += f" --ray-workers {plan.total_processes}"
+    elif plan is not None and plan.gpus_at_run_time:
         args += ' --set num_processes="$NUM_PROCESSES"'
     if plan is not None and plan.generation == "vllm-server":
         args += ' --set vllm_server_port="$VLLM_PORT" --set vllm_group_port="$GROUP_PORT"'
@@ -306,9 +320,12 @@ def _preflight(plan: LaunchPlan, names: dict[str, str]) -> list[str]:
         what = f"shop-r1 doctor --plan $HERE/{names['plan']}"
         cmd = f'{CLI} doctor --plan "$HERE/{names["plan"]}"'
     tag = node_tag(plan)
+    checked = (
+        "each Ray worker's machine is" if r.ray and r.task in ("sft", "grpo") else "this machine is"
+    )
     return [
         "",
-        "# 1. Preflight: this machine is checked against the plan before GPU time is spent.",
+        f"# 1. Preflight: {checked} checked against the plan before GPU time is spent.",
         'if [[ "${SKIP_PREFLIGHT:-0}" != 1 ]]; then',
         f'  log "preflight: {what}"',
         f'  {cmd} 2>&1 | stamp | tee "$RUN_DIR/preflight{tag}.log" \\',
@@ -403,9 +420,7 @@ def _cleanup(has_server: bool, ray: bool) -> list[str]:
 
 
 def _ray(multi_node: bool, nodes: int, tag: str) -> list[str]:
-    rank = '"$MACHINE_RANK"' if multi_node else "0"
-    head_ip = "$MAIN_PROCESS_IP" if multi_node else "127.0.0.1"
-    return [
+    out = [
         "",
         "# Ray: join the cluster RAY_ADDRESS names, or the one ray.init(address='auto') finds",
         "# running here; start a head (short temp dir: AF_UNIX paths max 107 bytes) only when",
@@ -425,14 +440,16 @@ def _ray(multi_node: bool, nodes: int, tag: str) -> list[str]:
         "}",
         "ray_start() {",
         '  RAY_BEFORE="$(ray_pids)"',
-        f'  if ! "$PYTHON" -m ray.scripts.scripts start "$@" --disable-usage-stats >>"$RUN_DIR/ray{tag}.log" 2>&1; then',
+        "  # TRAIN_GPUS, when set, are the GPUs this node offers the cluster",
+        f'  if ! env ${{TRAIN_GPUS:+"CUDA_VISIBLE_DEVICES=$TRAIN_GPUS"}} "$PYTHON" -m ray.scripts.scripts start "$@" --disable-usage-stats >>"$RUN_DIR/ray{tag}.log" 2>&1; then',
         f'    tail -n 20 "$RUN_DIR/ray{tag}.log" >&2',
         f'    fail "ray start $* failed (see $RUN_DIR/ray{tag}.log)"',
         "  fi",
         "  local pid",
         '  for pid in $(ray_pids); do [[ " $RAY_BEFORE " == *" $pid "* ]] || RAY_OURS+=" $pid"; done',
         "}",
-        f"if [[ {rank} == 0 ]]; then",
+    ]
+    head = [
         '  if [[ -n "${RAY_ADDRESS:-}" && "$RAY_ADDRESS" != auto ]]; then',
         '    log "joining the Ray cluster at RAY_ADDRESS=$RAY_ADDRESS"',
         '    if [[ "$RAY_ADDRESS" != *://* ]] && ! gcs_answers "$RAY_ADDRESS"; then',
@@ -450,11 +467,21 @@ def _ray(multi_node: bool, nodes: int, tag: str) -> list[str]:
         '    gcs="$(cat "$RAY_TEMP_DIR/ray_current_cluster" 2>/dev/null)" || fail "ray start wrote no $RAY_TEMP_DIR/ray_current_cluster"',
         "  fi",
         '  export RAY_ADDRESS="$gcs"',
-        "else",
-        f'  log "joining the Ray head at {head_ip}:$RAY_PORT"',
-        f'  ray_start --address "{head_ip}:$RAY_PORT"',
-        f'  export RAY_ADDRESS="{head_ip}:$RAY_PORT"',
-        "fi",
+    ]
+    if multi_node:
+        out += [
+            'if [[ "$MACHINE_RANK" == 0 ]]; then',
+            *head,
+            "else",
+            '  log "joining the Ray head at $MAIN_PROCESS_IP:$RAY_PORT"',
+            '  ray_start --address "$MAIN_PROCESS_IP:$RAY_PORT"',
+            '  export RAY_ADDRESS="$MAIN_PROCESS_IP:$RAY_PORT"',
+            "fi",
+        ]
+    else:  # one node: it is the main one
+        out += [line.removeprefix("  ") for line in head]
+    return [
+        *out,
         "deadline=$((SECONDS + 300))",
         'until "$PYTHON" -c \'import ray, sys; ray.init(logging_level="ERROR"); sys.exit(len([n for n in ray.nodes() if n["Alive"]]) < int(sys.argv[1]))\' \\',
         f'    {nodes} >>"$RUN_DIR/ray{tag}.log" 2>&1; do',
@@ -462,6 +489,27 @@ def _ray(multi_node: bool, nodes: int, tag: str) -> list[str]:
         "  sleep 5",
         "done",
         'log "Ray cluster at $RAY_ADDRESS is up"',
+    ]
+
+
+def _ray_worker_node(tag: str) -> list[str]:
+    """Nodes other than the main one only lend their raylet: Ray Train places workers on
+    it, the main node's `train --ray` names a worker or node that fails. This node stays
+    in the cluster while the head answers, and fails if its own Ray processes die first."""
+    return [
+        "",
+        "# Not the main node: the training runs from the main node on the whole cluster.",
+        'if [[ "$MACHINE_RANK" != 0 ]]; then',
+        '  log "this node serves the Ray cluster at $RAY_ADDRESS; the main node runs the training and names any worker that fails (see its log)"',
+        '  while gcs_answers "$RAY_ADDRESS"; do',
+        "    alive=0",
+        '    for pid in $RAY_OURS; do kill -0 "$pid" 2>/dev/null && alive=1; done',
+        f'    (( alive )) || fail "this node\'s Ray processes exited while the cluster is up (see $RUN_DIR/ray{tag}.log)"',
+        "    sleep 10",
+        "  done",
+        '  log "the Ray head at $RAY_ADDRESS is gone: the run is over, leaving the cluster"',
+        "  exit 0",
+        "fi",
     ]
 
 
@@ -540,7 +588,10 @@ def _main_run(plan: LaunchPlan, names: dict[str, str], multi_node: bool) -> list
             '--main_process_port "$MAIN_PORT" \\',
             f"  -m shop_r1.cli train {r.task} {args} \\",
         ]
-        if plan.gpus_at_run_time and plan.use_accelerate and not multi_node:
+        if r.ray:
+            # one driver on the main node; Ray Train runs the processes on the cluster
+            run = [f"{CLI} train {r.task} {args} \\", tee]
+        elif plan.gpus_at_run_time and plan.use_accelerate and not multi_node:
             # one GPU on one node trains in-process; more go through accelerate
             run = [
                 "if (( NUM_PROCESSES > 1 )); then",
@@ -593,12 +644,16 @@ def _main_run(plan: LaunchPlan, names: dict[str, str], multi_node: bool) -> list
     done = f'log "{label} done in ${{elapsed}}s' + (
         ' ($steps optimizer steps)"' if r.task != "eval" else '"'
     )
-    gpus = "${TRAIN_GPUS:-none}"
+    where = (
+        "the Ray cluster at $RAY_ADDRESS"
+        if r.ray and r.task != "eval"
+        else "GPU(s) ${TRAIN_GPUS:-none}"
+    )
     return [
         "",
         f"# {step}. The {label}: output timestamped into $RUN_DIR.",
         *pre,
-        f'log "{label} on GPU(s) {gpus}; logs in $RUN_DIR"',
+        f'log "{label} on {where}; logs in $RUN_DIR"',
         *start,
         "rc=0",
         *run,

@@ -53,6 +53,25 @@ def test_launch_grpo_golden(gpus, name, golden):
     golden(GOLDEN / name, files["run_grpo.sh"])
 
 
+def test_launch_sft_ray_two_nodes_golden(golden):
+    """`--ray`: the main node forms the cluster and runs one `train --ray`, preflight
+    included, on it; the other node only joins; nothing goes through accelerate."""
+    plan = plan_launch(request(task="sft", gpus=1, nodes=2, ray=True))
+    files = render_launch(plan, "run_sft.sh").files
+    assert not plan.use_accelerate and "run_sft.accelerate.yaml" not in files
+    golden(GOLDEN / "sft_ray_2nodes.sh", files["run_sft.sh"])
+
+
+def test_launch_ray_grpo_colocates_and_other_tasks_refuse_ray():
+    grpo = plan_launch(request(task="grpo", gpus=4, ray=True))
+    # a vLLM server GPU would sit outside Ray's placement: every worker colocates
+    assert grpo.generation == "vllm-colocate" and not grpo.use_accelerate
+    assert "--ray-workers 4" in train_args(sibling_names("run.sh"), grpo)
+    for task in ("eval", "vllm-server"):
+        with pytest.raises(ToolError, match=f"--ray with launch {task}: only sft and grpo"):
+            plan_launch(request(task=task, gpus=1, ray=True))
+
+
 def test_launch_grpo_split_and_config():
     one = plan_launch(request(gpus=1))
     assert one.generation == "vllm-colocate" and one.server_gpus == () and one.train_gpus == (0,)
@@ -87,6 +106,8 @@ def test_launch_consumer_multi_gpu_env_and_user_config_kept():
         ("sft", "ada", 4, 2, True),
         ("grpo", "blackwell", 4, 1, False),
         ("grpo", "hopper", 8, 2, True),
+        ("sft", "hopper", None, 2, True),
+        ("grpo", "cpu", 0, 1, True),
         ("grpo", "cpu", 0, 1, False),
         ("eval", "turing", 1, 1, False),
         ("vllm-server", "hopper", 2, 1, False),
@@ -110,6 +131,8 @@ def test_launch_scripts_pass_shellcheck(tmp_path, task, profile, gpus, nodes, ra
         assert "doctor --plan" not in script
     else:
         assert "doctor --plan" in script
+    if ray:  # one driver on the cluster; accelerate is not involved
+        assert "accelerate" not in script and '--ray "$RAY_ADDRESS"' in script
     if plan.use_accelerate:
         cfg = yaml.safe_load(files["run.accelerate.yaml"])
         assert cfg["distributed_type"] == "FSDP" and cfg["num_machines"] == nodes
