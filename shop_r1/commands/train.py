@@ -338,7 +338,9 @@ def _check_before_loading(cfg: Any, resume: bool) -> None:
                 f"--resume: no checkpoint-N directory in {out}; run without --resume to start "
                 "fresh, or point --output-dir at the earlier run"
             )
-        typer.echo(f"resuming from {found}", err=True)
+        from shop_r1_doctor.cli.output import Output
+
+        Output().note(f"resuming from {found}")
 
 
 def _common_flags(**kw: Any) -> dict[str, Any]:
