@@ -61,20 +61,30 @@ STACK = {
     "numpy": ("numpy",),
 }
 # Compiled libraries worth reading, by file name (others are kernels or bindings whose
-# strings are symbol names, not messages).
+# strings are symbol names, not messages). Not libtriton.so: it embeds LLVM, whose tens of
+# thousands of option descriptions read as sentences; Triton's own environment messages
+# are raised from its Python sources, which are read.
 LIBRARIES = re.compile(
     r"(?:^|/)(?:libc10\.so|libtorch_cpu\.so|libtorch_cuda\.so|libc10_cuda\.so|libtorch_python\.so"
-    r"|libnccl\.so[.\d]*|libtriton\.so|_C\.abi3\.so|_multiarray_umath[^/]*\.so"
+    r"|libnccl\.so[.\d]*|_C\.abi3\.so|_multiarray_umath[^/]*\.so"
     r"|flash_attn_2_cuda[^/]*\.so)$"
 )
 LOG_METHODS = {"warning", "warn", "error", "critical", "fatal", "exception", "warning_once"}
 MIN_LITERAL = 12  # characters of fixed text a message needs to be told apart
 PLACEHOLDER = "{}"
-_PRINTF = re.compile(r"%[-+ #0]*(?:\d+|\*)?(?:\.(?:\d+|\*))?(?:hh|h|ll|l|z|j|t|L|q)?[diouxXeEfgGcspn]")
+_PRINTF = re.compile(
+    r"%[-+ #0]*(?:\d+|\*)?(?:\.(?:\d+|\*))?(?:hh|h|ll|l|z|j|t|L|q)?[diouxXeEfgGcspn]"
+)
 _FORMAT_FIELD = re.compile(r"\{[^{}]*\}")
 _SENTENCE = re.compile(rb"[\x20-\x7e\t\n]{20,}")
 _TORCH_CHECK = re.compile(
     r"\b(?:TORCH_CHECK(?:_\w+)?|AT_ERROR|TORCH_WARN(?:_ONCE)?|C10_THROW_ERROR)\s*\((?P<args>[^;]{0,2000}?)\)\s*;"
+)
+_ERROR_WORDS = re.compile(
+    r"(?i)\b(?:error|fail\w*|cannot|can't|could not|couldn't|unable|invalid|not (?:supported|"
+    r"found|available|compiled|enabled|compatible|enough)|unsupported|insufficient|too (?:old|"
+    r"small|large)|mismatch\w*|expected|must|WARN|out of memory|exceed\w*|no \w+ (?:found|"
+    r"available)|timed? ?out|refused|duplicate|abort\w*|denied)\b"
 )
 _C_STRING = re.compile(r'"((?:[^"\\\n]|\\.)*)"')
 
@@ -216,6 +226,9 @@ def python_messages(source: str, file: str) -> Iterator[Message]:
                     call, kind = node, "warn"
                 elif attr in LOG_METHODS and "log" in name.lower():
                     call, kind = node, f"log {attr}"
+                elif name == "print" and file.endswith("setup.py"):
+                    # a build's messages (flash-attn's "Precompiled wheel not found")
+                    call, kind = node, "print"
             if call is None:
                 continue
             arg = _message_arg(call)
@@ -245,7 +258,9 @@ def cpp_messages(source: str, file: str) -> Iterator[Message]:
         text = "".join(bytes(s, "utf-8").decode("unicode_escape", "replace") for s in strings)
         line = source.count("\n", 0, m.start()) + 1
         kind = m.group(0).split("(", 1)[0].strip()
-        yield Message(tuple(_split_format(text, re.compile(r"%%|" + _PRINTF.pattern))), file, line, kind)
+        yield Message(
+            tuple(_split_format(text, re.compile(r"%%|" + _PRINTF.pattern))), file, line, kind
+        )
 
 
 def binary_messages(data: bytes | mmap.mmap, file: str) -> Iterator[Message]:
@@ -257,6 +272,8 @@ def binary_messages(data: bytes | mmap.mmap, file: str) -> Iterator[Message]:
                 continue
             if sum(c.isalpha() for c in piece) < 0.6 * len(piece):
                 continue  # mangled symbols, tables, paths
+            if not _ERROR_WORDS.search(piece):
+                continue  # help texts and descriptions, not something printed on failure
             parts = _split_format(piece, re.compile(r"%%|" + _PRINTF.pattern))
             yield Message(tuple(parts), file, None, "binary string", offset=m.start())
 
@@ -295,13 +312,18 @@ def installed_files(dist: str) -> tuple[str, Iterator[tuple[str, bytes | mmap.mm
                 if rel.endswith(".py"):
                     yield rel, path.read_bytes()
                 elif LIBRARIES.search(rel):
-                    with path.open("rb") as fh, mmap.mmap(fh.fileno(), 0, access=mmap.ACCESS_READ) as mm:
+                    with (
+                        path.open("rb") as fh,
+                        mmap.mmap(fh.fileno(), 0, access=mmap.ACCESS_READ) as mm,
+                    ):
                         yield rel, mm
 
     return d.version, walk()
 
 
-_ARCHIVE_NAME = re.compile(r"^(?P<name>[A-Za-z0-9_.]+?)-(?P<version>\d[^-]*?)(?:-|\.tar\.gz$|\.zip$)")
+_ARCHIVE_NAME = re.compile(
+    r"^(?P<name>[A-Za-z0-9_.]+?)-(?P<version>\d[^-]*?)(?:-|\.tar\.gz$|\.zip$)"
+)
 
 
 def archive_files(path: Path) -> tuple[str, str, Iterator[tuple[str, bytes | mmap.mmap]]]:
@@ -354,7 +376,9 @@ def extract(
         # a binary repeats strings; one row per (file, text)
         key = (msg.file, msg.text, msg.line if msg.line is not None else "")
         rows.setdefault(key, row)
-    return sorted(rows.values(), key=lambda r: (str(r["file"]), int(r.get("line") or r.get("offset") or 0)))  # type: ignore[call-overload]
+    return sorted(
+        rows.values(), key=lambda r: (str(r["file"]), int(r.get("line") or r.get("offset") or 0))
+    )  # type: ignore[call-overload]
 
 
 def write(out: Path, package: str, version: str, rows: list[dict[str, object]]) -> Path:

@@ -54,7 +54,9 @@ def kept_versions(directory: Path = MESSAGES_DIR) -> dict[str, str]:
 
 
 @functools.lru_cache(maxsize=32)
-def load_messages(package: str, version: str, directory: Path = MESSAGES_DIR) -> tuple[FrameworkMessage, ...]:
+def load_messages(
+    package: str, version: str, directory: Path = MESSAGES_DIR
+) -> tuple[FrameworkMessage, ...]:
     path = directory / f"{package}-{version}.jsonl"
     rows = []
     with path.open(encoding="utf-8") as fh:
@@ -67,16 +69,20 @@ def load_messages(package: str, version: str, directory: Path = MESSAGES_DIR) ->
 
 
 def cited_message(
-    package: str, version: str, at: str, pattern: re.Pattern[str], example: str,
+    package: str,
+    version: str,
+    at: str,
+    pattern: re.Pattern[str],
+    example: str,
     directory: Path = MESSAGES_DIR,
 ) -> FrameworkMessage | None:
     """The kept message at `at` (FILE:LINE, or FILE for a compiled library) that the
     signature reads; None when there is none."""
     file, _, line = at.rpartition(":") if re.search(r":\d+$", at) else (at, "", "")
     for msg in load_messages(package, version, directory):
-        if msg.file == file and (not line or msg.line == int(line)):
-            if msg.read_by(pattern, example):
-                return msg
+        at_line = not line or msg.line == int(line)
+        if msg.file == file and at_line and msg.read_by(pattern, example):
+            return msg
     return None
 
 
@@ -86,5 +92,7 @@ def find_readers(
     """Every kept message a signature reads, across packages (to propose a citation)."""
     out: list[FrameworkMessage] = []
     for package, version in kept_versions(directory).items():
-        out += [m for m in load_messages(package, version, directory) if m.read_by(pattern, example)]
+        out += [
+            m for m in load_messages(package, version, directory) if m.read_by(pattern, example)
+        ]
     return out
