@@ -20,6 +20,7 @@ Output, one file per package and version, sorted, one JSON object a line:
 is the escaped text with `.*?` there (kept out of the file: it doubles the size).
 
     python scripts/extract_messages.py [--installed PKG ...] [--archive PATH ...] [--out DIR]
+    python scripts/extract_messages.py --citations   # sourced / outside / unmatched signatures
 
 Without arguments: the installed packages of STACK; `--archive` adds wheels or sdists
 (`pip download --no-deps PKG==VERSION`), named by the archive's file name.
@@ -84,7 +85,7 @@ _ERROR_WORDS = re.compile(
     r"(?i)\b(?:error|fail\w*|cannot|can't|could not|couldn't|unable|invalid|not (?:supported|"
     r"found|available|compiled|enabled|compatible|enough)|unsupported|insufficient|too (?:old|"
     r"small|large)|mismatch\w*|expected|must|WARN|out of memory|exceed\w*|no \w+ (?:found|"
-    r"available)|timed? ?out|refused|duplicate|abort\w*|denied)\b"
+    r"available)|timed? ?out|refused|duplicate|abort\w*|denied|nan)\b"
 )
 _C_STRING = re.compile(r'"((?:[^"\\\n]|\\.)*)"')
 
@@ -129,7 +130,7 @@ def _split_format(s: str, pattern: re.Pattern[str]) -> list[str | None]:
     return [p for p in out if p != ""]
 
 
-def _parts(node: ast.AST, names: dict[str, ast.AST], depth: int = 0) -> list[str | None] | None:
+def _parts(node: ast.AST, names: dict[str, list[ast.AST]], depth: int = 0) -> list[str | None] | None:
     """The message an expression builds: literal pieces and placeholders; None when the
     expression holds no literal text at all."""
     if depth > 6:
@@ -141,6 +142,13 @@ def _parts(node: ast.AST, names: dict[str, ast.AST], depth: int = 0) -> list[str
         for v in node.values:
             if isinstance(v, ast.Constant) and isinstance(v.value, str):
                 out.append(v.value)
+            elif (
+                isinstance(v, ast.FormattedValue)
+                and isinstance(v.value, ast.Name)
+                and v.format_spec is None
+                and v.value.id in names
+            ):  # f"{preface} {msg}" with preface = "...": the text it holds
+                out += _parts(names[v.value.id][-1], names, depth + 1) or [None]
             else:
                 out.append(None)
         return out
@@ -168,8 +176,15 @@ def _parts(node: ast.AST, names: dict[str, ast.AST], depth: int = 0) -> list[str
         for p in inner:
             out += [None] if p is None else _split_format(p, re.compile(r"\{\{|\}\}|\{[^{}]*\}"))
         return out
+    if (
+        isinstance(node, ast.Call)
+        and _call_name(node.func).rsplit(".", 1)[-1] in ("dedent", "strip", "rstrip", "lstrip")
+        and (node.args or isinstance(node.func, ast.Attribute))
+    ):  # textwrap.dedent(f"""..."""), "...".strip(): the text is the same to a log reader
+        inner = node.args[0] if node.args else node.func.value  # type: ignore[attr-defined]
+        return _parts(inner, names, depth + 1)
     if isinstance(node, ast.Name) and node.id in names:
-        return _parts(names[node.id], names, depth + 1)
+        return _parts(names[node.id][-1], names, depth + 1)
     return None
 
 
@@ -190,6 +205,16 @@ def _message_arg(call: ast.Call) -> ast.AST | None:
     return None
 
 
+def _own_nodes(scope: ast.AST) -> Iterator[ast.AST]:
+    """The nodes of a module or function, not of the functions defined inside it."""
+    todo = list(ast.iter_child_nodes(scope))
+    while todo:
+        node = todo.pop()
+        yield node
+        if not isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda)):
+            todo.extend(ast.iter_child_nodes(node))
+
+
 def python_messages(source: str, file: str) -> Iterator[Message]:
     try:
         tree = ast.parse(source)
@@ -199,26 +224,39 @@ def python_messages(source: str, file: str) -> Iterator[Message]:
         n for n in ast.walk(tree) if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef))
     ]
     seen: set[tuple[int, int]] = set()
+    module_names: dict[str, list[ast.AST]] = {}
     for scope in scopes:
-        names: dict[str, ast.AST] = {}
+        # every value a name is given in the scope (branches set a message each way), on
+        # top of the module's constants (torch's CUDA_MISMATCH_MESSAGE)
+        names = {k: list(v) for k, v in module_names.items()}
+        if scope is tree:
+            names = module_names
         # Walk in source order, so `msg = ...` is known before the raise that uses it.
         nodes = sorted(
-            (n for n in ast.walk(scope) if hasattr(n, "lineno")),
+            (n for n in _own_nodes(scope) if hasattr(n, "lineno")),
             key=lambda n: (n.lineno, n.col_offset),
         )
         for node in nodes:
             if isinstance(node, ast.Assign) and len(node.targets) == 1:
                 target = node.targets[0]
                 if isinstance(target, ast.Name):
-                    names[target.id] = node.value
+                    names.setdefault(target.id, []).append(node.value)
             elif isinstance(node, ast.AugAssign) and isinstance(node.target, ast.Name):
                 prev = names.get(node.target.id)
-                if prev is not None and isinstance(node.op, ast.Add):
-                    names[node.target.id] = ast.BinOp(left=prev, op=ast.Add(), right=node.value)
+                if prev and isinstance(node.op, ast.Add):
+                    joined = ast.BinOp(left=prev[-1], op=ast.Add(), right=node.value)
+                    prev.append(ast.copy_location(joined, node))
             call: ast.Call | None = None
             kind = ""
-            if isinstance(node, ast.Raise) and isinstance(node.exc, ast.Call):
+            if isinstance(node, ast.Assert) and node.msg is not None:
+                # vLLM states environment limits as asserts ("Expandable segments ...")
+                call = ast.Call(func=ast.Name(id="assert"), args=[node.msg], keywords=[])
+                kind = "assert"
+            elif isinstance(node, ast.Raise) and isinstance(node.exc, ast.Call):
                 call, kind = node.exc, f"raise {_call_name(node.exc.func)}"
+            elif isinstance(node, ast.Call) and _call_name(node.func) == "?.__init__":
+                # an exception class that fixes its own message (torch's TritonMissing)
+                call, kind = node, "exception message"
             elif isinstance(node, ast.Call) and isinstance(node.func, (ast.Attribute, ast.Name)):
                 name = _call_name(node.func)
                 attr = name.rsplit(".", 1)[-1]
@@ -226,6 +264,8 @@ def python_messages(source: str, file: str) -> Iterator[Message]:
                     call, kind = node, "warn"
                 elif attr in LOG_METHODS and "log" in name.lower():
                     call, kind = node, f"log {attr}"
+                elif name == "sys.stderr.write":
+                    call, kind = node, "stderr"
                 elif name == "print" and file.endswith("setup.py"):
                     # a build's messages (flash-attn's "Precompiled wheel not found")
                     call, kind = node, "print"
@@ -234,17 +274,15 @@ def python_messages(source: str, file: str) -> Iterator[Message]:
             arg = _message_arg(call)
             if arg is None:
                 continue
-            parts = _parts(arg, names)
-            if not parts:
-                continue
             key = (node.lineno, node.col_offset)
             if key in seen:
                 continue
             seen.add(key)
-            line = getattr(arg, "lineno", node.lineno)
-            if isinstance(arg, ast.Name) and arg.id in names:
-                line = getattr(names[arg.id], "lineno", line)
-            yield Message(tuple(parts), file, line, kind)
+            values = names[arg.id] if isinstance(arg, ast.Name) and arg.id in names else [arg]
+            for value in values:
+                parts = _parts(value, names)
+                if parts:
+                    yield Message(tuple(parts), file, getattr(value, "lineno", node.lineno), kind)
 
 
 # --- C++ sources and compiled libraries -------------------------------------------------
@@ -393,12 +431,44 @@ def write(out: Path, package: str, version: str, rows: list[dict[str, object]]) 
     return path
 
 
+def citations() -> int:
+    """How the log signatures cite what prints their text (docs/report.md quotes it)."""
+    sys.path.insert(0, str(ROOT))
+    from shop_r1_doctor.framework_messages import cited_message
+    from shop_r1_doctor.logscan import load_signatures
+
+    sigs = load_signatures()
+    sourced = [s for s in sigs if any(c.package for c in s.printed_by)]
+    outside = [s for s in sigs if s.printed_by and all(c.outside for c in s.printed_by)]
+    missing = [s for s in sigs if not s.printed_by]
+    broken = [
+        s.id
+        for s in sourced
+        for c in s.printed_by
+        if c.package and not cited_message(c.package, c.version or "", c.at or "", s.pattern, s.example)
+    ]
+    print(f"signatures: {len(sigs)}")
+    print(f"printed by a framework (cited message found): {len(sourced) - len(set(broken))}")
+    print(f"printed outside the frameworks: {len(outside)}")
+    print(f"matched to no extracted message: {len(missing)}")
+    for s in missing:
+        print(f"  {s.id} ({s.code})")
+    if broken:
+        print(f"cited but not found: {', '.join(sorted(set(broken)))}")
+    return 1 if broken else 0
+
+
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--installed", nargs="*", default=None, help="installed distributions")
     ap.add_argument("--archive", nargs="*", default=[], type=Path, help="wheels or sdists")
     ap.add_argument("--out", type=Path, default=OUT)
+    ap.add_argument(
+        "--citations", action="store_true", help="count the signatures' citations, list the unmatched"
+    )
     args = ap.parse_args(argv)
+    if args.citations:
+        return citations()
     families = load_families()
     if args.installed is None:
         args.installed = [] if args.archive else list(STACK)

@@ -17,6 +17,7 @@ from pathlib import Path
 
 MESSAGES_DIR = Path(__file__).with_name("knowledge") / "framework_messages"
 PLACEHOLDER = "{}"
+MIN_HEAD = 24  # fixed characters a quoted first part of a message needs
 
 
 @dataclass(frozen=True)
@@ -30,8 +31,21 @@ class FrameworkMessage:
 
     @functools.cached_property
     def regex(self) -> re.Pattern[str]:
-        pieces = [re.escape(p) for p in self.text.split(PLACEHOLDER)]
-        return re.compile(".*?".join(p for p in pieces if p) or re.escape(self.text))
+        return _regex(self.text.split(PLACEHOLDER))
+
+    @functools.cached_property
+    def heads(self) -> tuple[re.Pattern[str], ...]:
+        """Each line of the message, whole and cut after each placeholder, while its fixed
+        text stays long enough to name it: logs and threads often quote one line, or only
+        the first part of it."""
+        out = []
+        for line in self.text.split("\n"):
+            pieces = line.strip().split(PLACEHOLDER)
+            for k in range(len(pieces), 0, -1):
+                if sum(len(p.strip()) for p in pieces[:k]) < MIN_HEAD:
+                    break
+                out.append(_regex(pieces[:k]))
+        return tuple(out)
 
     @property
     def at(self) -> str:
@@ -39,9 +53,19 @@ class FrameworkMessage:
 
     def read_by(self, pattern: re.Pattern[str], example: str) -> bool:
         """Does a signature (its pattern, its example line) read this message? Either the
-        message, placeholders free, occurs in the example, or the pattern finds its text
-        in the message (a pattern written for one fixed part of a longer message)."""
-        return bool(self.regex.search(example) or pattern.search(self.text))
+        message, placeholders free, occurs in the example (whole, or its first part up to
+        a placeholder: `heads`), or the pattern finds its text in the message (a pattern
+        written for one fixed part of a longer message)."""
+        if self.regex.search(example) or pattern.search(self.text):
+            return True
+        return any(h.search(example) for h in self.heads)
+
+
+def _regex(pieces: list[str]) -> re.Pattern[str]:
+    kept = [p for p in pieces if p.strip()]
+    if kept:  # whitespace at the ends of a message is not something a log keeps
+        kept[0], kept[-1] = kept[0].lstrip(), kept[-1].rstrip()
+    return re.compile(".*?".join(re.escape(p) for p in kept) or "(?!)")
 
 
 def kept_versions(directory: Path = MESSAGES_DIR) -> dict[str, str]:
