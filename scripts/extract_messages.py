@@ -62,13 +62,14 @@ STACK = {
     "numpy": ("numpy",),
 }
 # Compiled libraries worth reading, by file name (others are kernels or bindings whose
-# strings are symbol names, not messages). Not libtriton.so: it embeds LLVM, whose tens of
+# strings are symbol names, not messages); Ray's raylet and GCS are executables.
+# Not libtriton.so: it embeds LLVM, whose tens of
 # thousands of option descriptions read as sentences; Triton's own environment messages
 # are raised from its Python sources, which are read.
 LIBRARIES = re.compile(
     r"(?:^|/)(?:libc10\.so|libtorch_cpu\.so|libtorch_cuda\.so|libc10_cuda\.so|libtorch_python\.so"
     r"|libnccl\.so[.\d]*|_C\.abi3\.so|_multiarray_umath[^/]*\.so"
-    r"|flash_attn_2_cuda[^/]*\.so)$"
+    r"|flash_attn_2_cuda[^/]*\.so|ray/raylet/raylet|ray/gcs/gcs_server)$"
 )
 LOG_METHODS = {"warning", "warn", "error", "critical", "fatal", "exception", "warning_once"}
 MIN_LITERAL = 12  # characters of fixed text a message needs to be told apart
@@ -130,7 +131,9 @@ def _split_format(s: str, pattern: re.Pattern[str]) -> list[str | None]:
     return [p for p in out if p != ""]
 
 
-def _parts(node: ast.AST, names: dict[str, list[ast.AST]], depth: int = 0) -> list[str | None] | None:
+def _parts(
+    node: ast.AST, names: dict[str, list[ast.AST]], depth: int = 0
+) -> list[str | None] | None:
     """The message an expression builds: literal pieces and placeholders; None when the
     expression holds no literal text at all."""
     if depth > 6:
@@ -445,7 +448,8 @@ def citations() -> int:
         s.id
         for s in sourced
         for c in s.printed_by
-        if c.package and not cited_message(c.package, c.version or "", c.at or "", s.pattern, s.example)
+        if c.package
+        and not cited_message(c.package, c.version or "", c.at or "", s.pattern, s.example)
     ]
     print(f"signatures: {len(sigs)}")
     print(f"printed by a framework (cited message found): {len(sourced) - len(set(broken))}")
@@ -458,13 +462,19 @@ def citations() -> int:
     return 1 if broken else 0
 
 
+def _shown(path: Path) -> str:
+    return str(path.relative_to(ROOT)) if path.is_relative_to(ROOT) else str(path)
+
+
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--installed", nargs="*", default=None, help="installed distributions")
     ap.add_argument("--archive", nargs="*", default=[], type=Path, help="wheels or sdists")
     ap.add_argument("--out", type=Path, default=OUT)
     ap.add_argument(
-        "--citations", action="store_true", help="count the signatures' citations, list the unmatched"
+        "--citations",
+        action="store_true",
+        help="count the signatures' citations, list the unmatched",
     )
     args = ap.parse_args(argv)
     if args.citations:
@@ -481,7 +491,7 @@ def main(argv: list[str] | None = None) -> int:
             continue
         rows = extract(files, families)
         path = write(args.out, dist.replace("-", "_"), version, rows)
-        print(f"{dist} {version}: {len(rows)} messages -> {path.relative_to(ROOT)}")
+        print(f"{dist} {version}: {len(rows)} messages -> {_shown(path)}")
     for archive in args.archive:
         if not archive.is_file():
             print(f"{archive}: no such file", file=sys.stderr)
@@ -489,7 +499,7 @@ def main(argv: list[str] | None = None) -> int:
         name, version, files = archive_files(archive)
         rows = extract(files, families)
         path = write(args.out, name, version, rows)
-        print(f"{archive.name}: {len(rows)} messages -> {path.relative_to(ROOT)}")
+        print(f"{archive.name}: {len(rows)} messages -> {_shown(path)}")
     return 0
 
 
