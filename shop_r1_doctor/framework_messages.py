@@ -28,6 +28,7 @@ class FrameworkMessage:
     file: str  # inside the wheel/sdist/site-packages
     line: int | None  # None for a string of a compiled library
     kind: str  # "raise ValueError", "warn", "log warning", "TORCH_CHECK", "binary string"
+    offset: int | None = None  # a compiled library's string: where it is in the file
 
     @functools.cached_property
     def regex(self) -> re.Pattern[str]:
@@ -49,7 +50,8 @@ class FrameworkMessage:
 
     @property
     def at(self) -> str:
-        return self.file if self.line is None else f"{self.file}:{self.line}"
+        """FILE:LINE, or FILE@OFFSET for a string of a compiled library."""
+        return f"{self.file}@{self.offset}" if self.line is None else f"{self.file}:{self.line}"
 
     def read_by(self, pattern: re.Pattern[str], example: str) -> bool:
         """Does a signature (its pattern, its example line) read this message? Either the
@@ -87,7 +89,15 @@ def load_messages(
         for line in fh:
             r = json.loads(line)
             rows.append(
-                FrameworkMessage(package, version, r["text"], r["file"], r.get("line"), r["kind"])
+                FrameworkMessage(
+                    package,
+                    version,
+                    r["text"],
+                    r["file"],
+                    r.get("line"),
+                    r["kind"],
+                    r.get("offset"),
+                )
             )
     return tuple(rows)
 
@@ -100,12 +110,10 @@ def cited_message(
     example: str,
     directory: Path = MESSAGES_DIR,
 ) -> FrameworkMessage | None:
-    """The kept message at `at` (FILE:LINE, or FILE for a compiled library) that the
-    signature reads; None when there is none."""
-    file, _, line = at.rpartition(":") if re.search(r":\d+$", at) else (at, "", "")
+    """The kept message at `at` (FILE:LINE, or FILE@OFFSET for a compiled library's
+    string) that the signature reads; None when there is none."""
     for msg in load_messages(package, version, directory):
-        at_line = not line or msg.line == int(line)
-        if msg.file == file and at_line and msg.read_by(pattern, example):
+        if msg.at == at and msg.read_by(pattern, example):
             return msg
     return None
 

@@ -67,7 +67,7 @@ class Evidence(Contract, frozen=True):
 
 class PrintedBy(Contract, frozen=True):
     """What prints the text a signature reads: a framework's message site (package,
-    version, FILE:LINE in knowledge/framework_messages/, FILE alone for a string of a
+    version, FILE:LINE in knowledge/framework_messages/, FILE@OFFSET for a string of a
     compiled library), or `outside`: a program that is no framework (bash, the kernel,
     pip, nvidia-smi, docker), named there."""
 
@@ -83,7 +83,9 @@ class PrintedBy(Contract, frozen=True):
                 raise FieldError("outside", "give either `outside` or package/version/at")
             nonempty(self, "outside")
         elif any(v is None or not v.strip() for v in cited):
-            raise FieldError("package", "expected package, version and at (FILE:LINE), or outside")
+            raise FieldError(
+                "package", "expected package, version and at (FILE:LINE or FILE@OFFSET), or outside"
+            )
 
 
 class Signature(Contract, frozen=True):
