@@ -65,6 +65,29 @@ class Evidence(Contract, frozen=True):
             raise FieldError("id", f"{self.name!r}: evidence names are lower_snake words")
 
 
+class PrintedBy(Contract, frozen=True):
+    """What prints the text a signature reads: a framework's message site (package,
+    version, FILE:LINE in knowledge/framework_messages/, FILE@OFFSET for a string of a
+    compiled library), or `outside`: a program that is no framework (bash, the kernel,
+    pip, nvidia-smi, docker), named there."""
+
+    package: str | None = None
+    version: str | None = None
+    at: str | None = None
+    outside: str | None = None
+
+    def __post_init__(self) -> None:
+        cited = (self.package, self.version, self.at)
+        if self.outside is not None:
+            if any(v is not None for v in cited):
+                raise FieldError("outside", "give either `outside` or package/version/at")
+            nonempty(self, "outside")
+        elif any(v is None or not v.strip() for v in cited):
+            raise FieldError(
+                "package", "expected package, version and at (FILE:LINE or FILE@OFFSET), or outside"
+            )
+
+
 class Signature(Contract, frozen=True):
     id: str
     code: str
@@ -79,6 +102,11 @@ class Signature(Contract, frozen=True):
     unless: Names = ()  # evidence that rules this signature out
     prefer: Names = ()  # evidence that makes this the likelier reading
     rank: int = 0  # root causes above their consequences; generic codes below specific
+    # where the text comes from (tests/shop_r1_doctor/test_signature_sources.py finds it
+    # again in the kept framework messages); absent: not traced to a message yet
+    printed_by: Annotated[
+        tuple[PrintedBy, ...], listing("{package, version, at} or {outside}")
+    ] = ()
 
     def __post_init__(self) -> None:
         nonempty(self, "id", "title", "try_", "example")
