@@ -238,6 +238,9 @@ def main(argv: list[str] | None = None) -> int:
     with tempfile.TemporaryDirectory() as tmp:
         for name in names:
             r = resolve(name, Path(tmp), args.timeout, args.libraries)
+            if r["status"] == "unreachable":
+                print("skip: the package index is not reachable; no profile was resolved")
+                return UNREACHABLE
             results.append(r)
             chosen = ", ".join(f"{k} {v}" for k, v in r.get("chosen", {}).items())  # type: ignore[attr-defined]
             print(f"{name}: {r['status']} in {r['seconds']} s" + (f" ({chosen})" if chosen else ""))
@@ -245,9 +248,6 @@ def main(argv: list[str] | None = None) -> int:
                 print(f"  error: {r['error']}")
             for note in r["notes"]:  # type: ignore[attr-defined]
                 print(f"  not checked: {note}")
-            if r["status"] == "unreachable":
-                print("skip: the package index is not reachable; nothing was checked")
-                return UNREACHABLE
     if args.out:
         args.out.write_text(json.dumps(results, indent=2) + "\n")
     bad = [r for r in results if r["status"] in ("conflict", "timeout")]
