@@ -9,6 +9,16 @@ and the output says so for each profile. flash-attn is a source build (no wheel 
 resolve) and is left out, said too.
 
     python scripts/resolve_profiles.py [--profile NAME ...] [--out FILE.json] [--timeout S]
+    python scripts/resolve_profiles.py --libraries [...]
+
+`--libraries` resolves every pin except torch, vLLM and flash-attn (which come from the
+PyTorch index or a source build) together: the profile's libraries (transformers, TRL,
+liger-kernel, ...) and shop-r1's own runtime and `train` requirements (accelerate,
+datasets, ...), under the profile's constraints. torch stands in as a metadata-only wheel
+of the profile's torch version with no dependencies (built here, offered through
+--find-links, pinned by its local label), so each library's requirement on torch is still
+checked against the profile's version while torch's own CUDA dependencies, which the
+reachable index lacks, are not asked for.
 
 Exit 0 when no profile conflicts (`unverified`: the resolution stopped at a torch
 dependency the reachable index lacks, said per profile), 1 on a conflict or timeout, 3
@@ -39,6 +49,74 @@ PLATFORMS = (
     "linux_x86_64",
 )
 UNREACHABLE = 3
+ROOT = Path(__file__).resolve().parents[1]
+# what --libraries leaves to the PyTorch index or a source build
+NOT_LIBRARIES = ("torch", "vllm", "flash-attn")
+STUB_LABEL = "resolvecheck"  # local version label of the stand-in torch
+
+
+def _name(line: str) -> str:
+    from packaging.requirements import Requirement
+    from packaging.utils import canonicalize_name
+
+    return canonicalize_name(Requirement(line).name)
+
+
+def shop_r1_requirements() -> list[str]:
+    """shop-r1's runtime and `train` requirements (what the setup's last step installs)."""
+    import tomllib
+
+    project = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]
+    return [*project["dependencies"], *project["optional-dependencies"]["train"]]
+
+
+def stub_torch(version: str, wheels: Path) -> str:
+    """A metadata-only torch wheel of `version`, no dependencies; returns its pin."""
+    import zipfile
+
+    local = f"{version}+{STUB_LABEL}"
+    dist = f"torch-{local}.dist-info"
+    files = {
+        f"{dist}/METADATA": f"Metadata-Version: 2.1\nName: torch\nVersion: {local}\n",
+        f"{dist}/WHEEL": "Wheel-Version: 1.0\nGenerator: resolve_profiles\nRoot-Is-Purelib: true\n"
+        "Tag: py3-none-any\n",
+        f"{dist}/RECORD": "",
+    }
+    wheels.mkdir(parents=True, exist_ok=True)
+    with zipfile.ZipFile(wheels / f"torch-{local}-py3-none-any.whl", "w") as zf:
+        for name, text in files.items():
+            zf.writestr(name, text)
+    return f"torch=={local}"
+
+
+def library_files(profile_name: str, tmp: Path) -> tuple[Path, Path, list[str], str]:
+    """The requirements and constraints of `--libraries`: all but torch, vLLM, flash-attn."""
+    prof = load_profiles()[profile_name]
+    plan = install_plan(prof, (), Target.of_profile(prof), venv="/v", base_python="python3")
+
+    def kept(lines: list[str]) -> list[str]:
+        return [
+            ln for ln in lines if ln and not ln.startswith("#") and _name(ln) not in NOT_LIBRARIES
+        ]
+
+    req = tmp / f"{prof.name}.libraries.txt"
+    con = tmp / f"{prof.name}.libraries-constraints.txt"
+    req.write_text(
+        "\n".join(kept(plan.requirements.splitlines()) + kept(shop_r1_requirements())) + "\n"
+    )
+    pin = stub_torch(str(prof.torch.version), tmp / "wheels")
+    con.write_text("\n".join([*kept(plan.constraints.splitlines()), pin]) + "\n")
+    notes = [
+        f"torch {plan.torch.local}: a dependency-free stand-in of version {prof.torch.version}; "
+        "the libraries' torch requirements are checked against it, torch's own are not",
+    ]
+    if prof.vllm is not None:
+        notes.append(f"vLLM {prof.vllm}: left out (its wheels pin torch's CUDA build)")
+    if prof.flash_attn.mode != "none":
+        notes.append(
+            f"flash-attn {prof.flash_attn.version}: left out ({prof.flash_attn.mode} build)"
+        )
+    return req, con, notes, prof.python
 
 
 def requirement_files(profile_name: str, tmp: Path) -> tuple[Path, Path, list[str], str]:
@@ -73,8 +151,11 @@ def requirement_files(profile_name: str, tmp: Path) -> tuple[Path, Path, list[st
     return req, con, notes, prof.python
 
 
-def resolve(profile_name: str, tmp: Path, timeout: float) -> dict[str, object]:
-    req, con, notes, python = requirement_files(profile_name, tmp)
+def resolve(
+    profile_name: str, tmp: Path, timeout: float, libraries: bool = False
+) -> dict[str, object]:
+    files = library_files if libraries else requirement_files
+    req, con, notes, python = files(profile_name, tmp)
     cmd = [
         sys.executable, "-m", "pip", "install", "--dry-run", "--report", "-", "--quiet",
         "--ignore-installed", "--only-binary=:all:", "--python-version", python,
@@ -82,6 +163,8 @@ def resolve(profile_name: str, tmp: Path, timeout: float) -> dict[str, object]:
     ]  # fmt: skip
     for tag in PLATFORMS:
         cmd += ["--platform", tag]
+    if libraries:
+        cmd += ["--find-links", str(tmp / "wheels")]
     start = time.monotonic()
     try:
         proc = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout, check=False)
@@ -112,10 +195,19 @@ def resolve(profile_name: str, tmp: Path, timeout: float) -> dict[str, object]:
         }
     report = json.loads(proc.stdout)
     chosen = {
-        item["metadata"]["name"].lower(): item["metadata"]["version"]
+        _name(item["metadata"]["name"]): item["metadata"]["version"]
         for item in report.get("install", [])
     }
-    keys = ("torch", "vllm", "transformers", "trl", "liger-kernel")
+    keys = (
+        "torch",
+        "vllm",
+        "transformers",
+        "trl",
+        "liger-kernel",
+        "accelerate",
+        "datasets",
+        "peft",
+    )
     return {
         "profile": profile_name,
         "status": "resolves",
@@ -131,6 +223,11 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--profile", action="append", help="only this profile (repeatable)")
     ap.add_argument("--out", type=Path, help="write the results as JSON here")
     ap.add_argument("--timeout", type=float, default=300.0, help="seconds per profile")
+    ap.add_argument(
+        "--libraries",
+        action="store_true",
+        help="resolve every pin but torch, vLLM and flash-attn together (torch as a stand-in)",
+    )
     args = ap.parse_args(argv)
     names = args.profile or sorted(load_profiles())
     unknown = [n for n in names if n not in load_profiles()]
@@ -140,7 +237,10 @@ def main(argv: list[str] | None = None) -> int:
     results = []
     with tempfile.TemporaryDirectory() as tmp:
         for name in names:
-            r = resolve(name, Path(tmp), args.timeout)
+            r = resolve(name, Path(tmp), args.timeout, args.libraries)
+            if r["status"] == "unreachable":
+                print("skip: the package index is not reachable; no profile was resolved")
+                return UNREACHABLE
             results.append(r)
             chosen = ", ".join(f"{k} {v}" for k, v in r.get("chosen", {}).items())  # type: ignore[attr-defined]
             print(f"{name}: {r['status']} in {r['seconds']} s" + (f" ({chosen})" if chosen else ""))
@@ -148,9 +248,6 @@ def main(argv: list[str] | None = None) -> int:
                 print(f"  error: {r['error']}")
             for note in r["notes"]:  # type: ignore[attr-defined]
                 print(f"  not checked: {note}")
-            if r["status"] == "unreachable":
-                print("skip: the package index is not reachable; nothing was checked")
-                return UNREACHABLE
     if args.out:
         args.out.write_text(json.dumps(results, indent=2) + "\n")
     bad = [r for r in results if r["status"] in ("conflict", "timeout")]

@@ -62,4 +62,10 @@ fi
 # (`lint-imports` through this interpreter: the one on PATH may belong to another env)
 "$PY" -c "import sys; from importlinter.cli import lint_imports_command; sys.exit(lint_imports_command())"
 "$PY" -m shop_r1.cli profiles check
+# every profile's library pins resolve together on the package index (torch, vLLM and
+# flash-attn come from the PyTorch index or a source build): ~40 s; exit 3 is the
+# script's one-line skip when the index cannot be reached
+resolved=0
+"$PY" scripts/resolve_profiles.py --libraries || resolved=$?
+if [ "$resolved" != 0 ] && [ "$resolved" != 3 ]; then exit "$resolved"; fi
 "$PY" -m pytest "$@"

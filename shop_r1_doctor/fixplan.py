@@ -39,8 +39,8 @@ from shop_r1_doctor.builds import (
 from shop_r1_doctor.facts import Facts, parse_version
 from shop_r1_doctor.findings import Finding
 from shop_r1_doctor.knowledge import driver_text
-from shop_r1_doctor.profiles.match import pip_command
 from shop_r1_doctor.profiles.model import Profile
+from shop_r1_doctor.target_python import pip_command, python_command
 
 FIXPLAN_SCHEMA = "shop-r1.fixplan/1"
 PLAN_HEADING = (
@@ -209,7 +209,7 @@ def build_fix_plan(
     for f in acting:
         by.setdefault(component_of(f) or "", []).append(f)
     pip = pip_command(facts)
-    python = pip[: -len(" -m pip")]
+    python = python_command(facts)
     needs = set(by)
     vllm_have = facts.version("vllm")
     torch_have = facts.version("torch")

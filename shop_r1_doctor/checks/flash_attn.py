@@ -23,6 +23,7 @@ from shop_r1_doctor.checks._base import (
 from shop_r1_doctor.facts import Facts, parse_version
 from shop_r1_doctor.findings import Finding, Severity
 from shop_r1_doctor.knowledge import load_compat
+from shop_r1_doctor.target_python import pip_command
 
 FA_IMPLS = ("flash_attention_2", "flash_attention_3", "flash_attention_4")
 # flash-attn wheels carry their build in the file name (`+cu12torch2.7cxx11abiFALSE`);
@@ -106,11 +107,15 @@ def requested(facts: Facts) -> Iterator[Finding]:
                 "FA_REQUESTED_NOT_INSTALLED",
                 f"{impl} requested but {feature.dist} {pkg_version(facts, feature.dist)} does not import",
                 detail=err,
-                fix=f'pip install --no-build-isolation --force-reinstall {feature.dist}, or attn_implementation="sdpa"',
+                fix=f'{pip_command(facts)} install --no-build-isolation --force-reinstall {feature.dist}, or attn_implementation="sdpa"',
             )
         return
     url = wheel_url(facts) if impl == "flash_attention_2" else None
-    install = f"pip install {url}" if url else f"pip install {feature.dist} --no-build-isolation"
+    install = (
+        f"{pip_command(facts)} install {url}"
+        if url
+        else f"{pip_command(facts)} install {feature.dist} --no-build-isolation"
+    )
     yield finding(
         "FA_REQUESTED_NOT_INSTALLED",
         f"attn_implementation={impl} but {feature.dist} is not installed",
@@ -147,7 +152,7 @@ def _source_build(facts: Facts) -> Iterator[Finding]:
                 "FA_BUILD_OOM_NO_MAX_JOBS",
                 f"building flash-attn with {cpus} parallel jobs needs ~{cpus * BUILD_GB_PER_JOB} GB; this machine has {ram // GIB} GiB",
                 detail="ninja starts one nvcc per core, several GB each: the build is Killed or the machine freezes.",
-                fix=f"MAX_JOBS={safe_jobs} pip install flash-attn --no-build-isolation",
+                fix=f"MAX_JOBS={safe_jobs} {pip_command(facts)} install flash-attn --no-build-isolation",
             )
 
 
@@ -182,7 +187,7 @@ def broken_build(facts: Facts) -> Iterator[Finding]:
             f"flash-attn {raw} is a cxx11abi{tag.group(4).upper()} build; torch {tv} uses cxx11abi{str(torch_abi).upper()}",
             severity=severity,
             detail=err or "Its extension fails to load with an undefined C++ symbol.",
-            fix=f"pip install the flash-attn wheel named cxx11abi{str(torch_abi).upper()} ({wheel_url(facts) or 'see the release page'})",
+            fix=f"{pip_command(facts)} install the flash-attn wheel named cxx11abi{str(torch_abi).upper()} ({wheel_url(facts) or 'see the release page'})",
         )
         return
     if "undefined symbol" in err:
@@ -192,8 +197,12 @@ def broken_build(facts: Facts) -> Iterator[Finding]:
             f"flash-attn {fv}{built_for} does not load with torch {tv}: undefined symbol",
             severity=severity,
             detail=err,
-            fix=f"pip install --no-build-isolation --force-reinstall --no-deps flash-attn=={fv.public}"
-            + (f"  # or: pip install {wheel_url(facts)}" if wheel_url(facts) else ""),
+            fix=f"{pip_command(facts)} install --no-build-isolation --force-reinstall --no-deps flash-attn=={fv.public}"
+            + (
+                f"  # or: {pip_command(facts)} install {wheel_url(facts)}"
+                if wheel_url(facts)
+                else ""
+            ),
         )
 
 
@@ -211,7 +220,7 @@ def blackwell_kernels(facts: Facts) -> Iterator[Finding]:
             f"flash-attn {fv} has no sm_120 kernels for {gpu_name(gpu)}",
             severity="error" if attn_impl(facts) == "flash_attention_2" else "warning",
             detail=f"flash_fwd fails with 'no kernel image is available' ({load_compat().flash_attn_archs_source}).",
-            fix=f'attn_implementation="sdpa", or pip install "flash-attn>={first}" on a cu128+ torch',
+            fix=f'attn_implementation="sdpa", or {pip_command(facts)} install "flash-attn>={first}" on a cu128+ torch',
         )
         return
 

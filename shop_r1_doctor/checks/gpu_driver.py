@@ -22,6 +22,7 @@ from shop_r1_doctor.checks._base import (
 from shop_r1_doctor.facts import Facts, parse_version
 from shop_r1_doctor.findings import Finding
 from shop_r1_doctor.knowledge import driver_text, load_compat
+from shop_r1_doctor.target_python import pip_command
 
 BUSY_FRACTION = 0.10  # other processes holding more than this share of a GPU
 
@@ -93,7 +94,7 @@ def driver_vs_cuda_build(facts: Facts) -> Iterator[Finding]:
             ),
             fix=(
                 "upgrade the host NVIDIA driver, or use an image/torch built for "
-                f"CUDA <= {driver_cuda} (e.g. pip install torch --index-url "
+                f"CUDA <= {driver_cuda} (e.g. {pip_command(facts)} install torch --index-url "
                 f"https://download.pytorch.org/whl/cu{driver_cuda.major}{driver_cuda.minor})"
             ),
         )

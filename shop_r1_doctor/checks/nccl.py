@@ -25,6 +25,7 @@ from shop_r1_doctor.facts import Facts, parse_version
 from shop_r1_doctor.findings import Finding
 from shop_r1_doctor.hardware import gpu_info
 from shop_r1_doctor.knowledge import load_compat
+from shop_r1_doctor.target_python import pip_command
 
 SMALL_SHM = GIB
 CUMEM_FIXED = Version("2.22.3")
@@ -53,9 +54,9 @@ def nccl_dists(facts: Facts) -> Iterator[Finding]:
             f"{len(dists)} NCCL wheels installed side by side: {listed}",
             detail="Only one libnccl.so.2 gets loaded; torch may get the other one and fail with "
             "'undefined symbol: ncclCommRegister' (or similar).",
-            fix="pip uninstall -y "
+            fix=f"{pip_command(facts)} uninstall -y "
             + " ".join(sorted(dists))
-            + " && pip install --force-reinstall torch "
+            + f" && {pip_command(facts)} install --force-reinstall torch "
             "(reinstalls torch's own NCCL pin)",
         )
     # with several wheels, which one torch loads is unknown: their finding says it all
@@ -74,7 +75,7 @@ def nccl_dists(facts: Facts) -> Iterator[Finding]:
                 f"torch {torch_version(facts)} pins {req}; {name} {installed} is installed",
                 detail="Another install (vLLM, deepspeed, a requirements.txt frozen elsewhere) "
                 "replaced torch's NCCL: 'libtorch_cuda.so: undefined symbol: nccl...'.",
-                fix=f'pip install "{req}"',
+                fix=f'{pip_command(facts)} install "{req}"',
             )
     ld = facts.env_value("LD_LIBRARY_PATH") or ""
     hits = [d for d in ld.split(":") if "nccl" in d.lower()]

@@ -31,6 +31,7 @@ from shop_r1_doctor.checks._base import (
 from shop_r1_doctor.facts import Facts, parse_version
 from shop_r1_doctor.findings import Finding
 from shop_r1_doctor.knowledge import load_compat
+from shop_r1_doctor.target_python import pip_command
 
 OPENCV = ("opencv-python", "opencv-python-headless")
 NAMED_ELSEWHERE = {("vllm", "torch"), ("xformers", "torch")}
@@ -124,7 +125,7 @@ def requirement_conflicts(facts: Facts) -> Iterator[Finding]:
             yield finding(
                 "REQUIREMENT_CONFLICT",
                 f"{dist} {version} requires {req}, which is not installed",
-                fix=f'pip install "{req.name}{req.specifier}"',
+                fix=f'{pip_command(facts)} install "{req.name}{req.specifier}"',
             )
             continue
         have = parse_version(record.get("version"))
@@ -134,7 +135,7 @@ def requirement_conflicts(facts: Facts) -> Iterator[Finding]:
             "REQUIREMENT_CONFLICT",
             f"{dist} {version} requires {req.name}{req.specifier}; {target} {have} is installed",
             detail="pip check reports this; the dist may fail at import or at its first call.",
-            fix=f'pip install "{req.name}{req.specifier}"  (or a {dist} release that accepts {target} {have})',
+            fix=f'{pip_command(facts)} install "{req.name}{req.specifier}"  (or a {dist} release that accepts {target} {have})',
         )
 
 
@@ -147,7 +148,7 @@ def numpy2(facts: Facts) -> Iterator[Finding]:
     megatron = pkg_version(facts, "megatron-core")
     opencv = [(n, v) for n in OPENCV if (v := pkg_version(facts, n)) is not None]
     last = rules.opencv_last_numpy1
-    pin_fix = f'pip install "numpy<2" "opencv-python-headless=={last}"'
+    pin_fix = f'{pip_command(facts)} install "numpy<2" "opencv-python-headless=={last}"'
     if (
         numpy.major >= 2
         and megatron is not None
@@ -157,7 +158,7 @@ def numpy2(facts: Facts) -> Iterator[Finding]:
             "NUMPY2_MEGATRON_VS_OPENCV",
             f"megatron-core {megatron} needs numpy<2; numpy {numpy} is installed",
             detail=f"'module numpy has no attribute product' at the first call. {source}",
-            fix=f'{pin_fix}  (or pip install "megatron-core>=0.16")',
+            fix=f'{pin_fix}  (or {pip_command(facts)} install "megatron-core>=0.16")',
         )
     if numpy.major < 2:
         for name, ov in opencv:
@@ -175,7 +176,7 @@ def numpy2(facts: Facts) -> Iterator[Finding]:
             "NUMPY2_BINARY_INCOMPAT",
             f"torch {tv} was built against NumPy 1; numpy {numpy} is installed",
             detail="'A module that was compiled using NumPy 1.x cannot be run in NumPy 2.x'.",
-            fix=f'pip install "numpy<2"  (or torch >= {rules.torch_numpy2_from})',
+            fix=f'{pip_command(facts)} install "numpy<2"  (or torch >= {rules.torch_numpy2_from})',
         )
     for dist, version, req in _requirements(facts):
         if canonicalize_name(req.name) != "numpy" or dist == "megatron-core":
@@ -186,7 +187,7 @@ def numpy2(facts: Facts) -> Iterator[Finding]:
                 f"{dist} {version} requires numpy{req.specifier}; numpy {numpy} is installed",
                 detail="Extensions built against NumPy 1 fail: 'A module that was compiled using "
                 "NumPy 1.x cannot be run in NumPy 2.x'.",
-                fix=f'pip install "numpy{req.specifier}"  (or upgrade {dist})',
+                fix=f'{pip_command(facts)} install "numpy{req.specifier}"  (or upgrade {dist})',
             )
 
 

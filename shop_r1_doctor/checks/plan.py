@@ -31,6 +31,7 @@ from shop_r1_doctor.checks._base import (
 )
 from shop_r1_doctor.facts import Facts
 from shop_r1_doctor.findings import Finding
+from shop_r1_doctor.target_python import pip_command
 from shop_r1_doctor.trl_rules import (
     TRL_DEFAULTS,
     GrpoBatch,
@@ -82,7 +83,7 @@ def liger_requested(facts: Facts) -> Iterator[Finding]:
         "LIGER_REQUESTED_NOT_INSTALLED",
         f"use_liger_kernel requested but {problem}",
         detail=detail,
-        fix="pip install liger-kernel (Linux + CUDA: it needs Triton), or liger_kernel: off",
+        fix=f"{pip_command(facts)} install liger-kernel (Linux + CUDA: it needs Triton), or liger_kernel: off",
     )
 
 

@@ -19,6 +19,7 @@ from shop_r1_doctor.checks._base import (
 from shop_r1_doctor.facts import Facts
 from shop_r1_doctor.findings import Finding
 from shop_r1_doctor.knowledge import load_compat
+from shop_r1_doctor.target_python import pip_command
 
 WSL_LIB = "/usr/lib/wsl/lib"
 UTF8 = ("utf-8", "utf8", "utf_8")
@@ -157,7 +158,7 @@ def hf_xet(facts: Facts) -> Iterator[Finding]:
         "HF_XET_DOWNLOAD_STALL",
         f"hf-xet {xv} (< {fixed}) downloads can stall at 0% or 99% on some networks",
         detail=load_compat().hf_xet.source,
-        fix=f'pip install -U "hf-xet>={fixed}", or export HF_HUB_DISABLE_XET=1',
+        fix=f'{pip_command(facts)} install -U "hf-xet>={fixed}", or export HF_HUB_DISABLE_XET=1',
     )
 
 

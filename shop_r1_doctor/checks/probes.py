@@ -7,6 +7,7 @@ from collections.abc import Iterator
 from shop_r1_doctor.checks._base import attn_impl, finding, torch_version, uses_vllm
 from shop_r1_doctor.facts import Facts
 from shop_r1_doctor.findings import Finding, Severity
+from shop_r1_doctor.target_python import pip_command
 
 # What training needs from each probed import, to decide how bad a crash is.
 TORCH_PROBES = ("torch",)
@@ -79,7 +80,7 @@ def torch_import(facts: Facts) -> Iterator[Finding]:
             "  ", " "
         ),
         detail=err,
-        fix="pip install --force-reinstall torch --index-url https://download.pytorch.org/whl/cu130",
+        fix=f"{pip_command(facts)} install --force-reinstall torch --index-url https://download.pytorch.org/whl/cu130",
     )
 
 

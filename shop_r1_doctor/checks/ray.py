@@ -8,6 +8,7 @@ from typing import Any, Literal
 from shop_r1_doctor.checks._base import GIB, bytes_gib, finding, plan_bool
 from shop_r1_doctor.facts import Facts
 from shop_r1_doctor.findings import Finding
+from shop_r1_doctor.target_python import pip_command
 
 AF_UNIX_MAX = 107
 RAY_SOCKET_SUFFIX = 60  # /ray/session_<date>_<pid>/sockets/plasma_store and friends
@@ -153,7 +154,7 @@ def ray_version_match(facts: Facts) -> Iterator[Finding]:
             "RAY_VERSION_MISMATCH",
             f"the head at {ray.get('address')} runs Ray {head}, this Python has Ray {mine}",
             detail="ray.init() refuses to connect: 'Version mismatch: The cluster was started with ...'",
-            fix=f"pip install 'ray[default]=={head}' (or restart the head with {mine})",
+            fix=f"{pip_command(facts)} install 'ray[default]=={head}' (or restart the head with {mine})",
         )
 
 

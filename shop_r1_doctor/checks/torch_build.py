@@ -25,6 +25,7 @@ from shop_r1_doctor.facts import Facts, parse_version
 from shop_r1_doctor.findings import Finding
 from shop_r1_doctor.hardware import archs_with_ptx, parse_arch_list
 from shop_r1_doctor.knowledge import load_compat
+from shop_r1_doctor.target_python import pip_command
 
 
 def _index_for(cc: tuple[int, int], facts: Facts | None = None) -> str:
@@ -59,7 +60,7 @@ def torch_cpu_only(facts: Facts) -> Iterator[Finding]:
         f"torch {tv} is a CPU-only build but {gpu_name(facts.gpus[0])} is present",
         detail="Training would run on the CPU (or fail with 'Torch not compiled with CUDA "
         "enabled'). A `pip install` of another package may have swapped the CUDA wheel.",
-        fix=f"pip install --force-reinstall torch{pin} "
+        fix=f"{pip_command(facts)} install --force-reinstall torch{pin} "
         f"--index-url https://download.pytorch.org/whl/{index}",
     )
 
@@ -91,13 +92,13 @@ def torch_arch_covers_gpus(facts: Facts) -> Iterator[Finding]:
             f"Arch list from {source}: {listed}. CUDA ops fail with 'no kernel image is available'."
         )
         index = _index_for(cc, facts)
-        fix = f"pip install --force-reinstall torch --index-url https://download.pytorch.org/whl/{index}"
+        fix = f"{pip_command(facts)} install --force-reinstall torch --index-url https://download.pytorch.org/whl/{index}"
         if cc[0] == 12 and vllm_installed:
             yield finding(
                 "VLLM_WHEEL_NO_SM120",
                 f"vLLM {pkg_version(facts, 'vllm')} runs on torch {tv}, which has no {sm} kernels ({gpu_name(gpu)})",
                 detail=detail,
-                fix='a vLLM release on torch >= 2.7.1 cu128 (pip install -U vllm), or build vLLM with TORCH_CUDA_ARCH_LIST="12.0"',
+                fix=f'a vLLM release on torch >= 2.7.1 cu128 ({pip_command(facts)} install -U vllm), or build vLLM with TORCH_CUDA_ARCH_LIST="12.0"',
             )
         elif cc >= (10, 0):
             yield finding("TORCH_NO_BLACKWELL_ARCH", title, detail=detail, fix=fix)
@@ -131,7 +132,7 @@ def gpu_too_old(facts: Facts) -> Iterator[Finding]:
                 "GPU_TOO_OLD_FOR_STACK",
                 f"torch {torch_version(facts)} (CUDA {cuda}) does not support {gpu_name(gpu)} (cc {cc_text(cc)})",
                 detail=f"CUDA 13 builds need cc >= {cc_text(cu13.min_cc)} ({cu13.source}).",
-                fix="pip install --force-reinstall torch --index-url https://download.pytorch.org/whl/cu126",
+                fix=f"{pip_command(facts)} install --force-reinstall torch --index-url https://download.pytorch.org/whl/cu126",
             )
 
 
@@ -204,6 +205,8 @@ def cuda_toolkit(facts: Facts) -> Iterator[Finding]:
             f"deepspeed {pkg_version(facts, 'deepspeed')} is installed but there is no CUDA toolkit (CUDA_HOME unset, no nvcc)",
             detail="DeepSpeed's op builders raise MissingCUDAException: even `import trl` or "
             "accelerate's DeepSpeed integration can fail.",
+            fix="export CUDA_HOME=/usr/local/cuda (install the toolkit), or "
+            f"{pip_command(facts)} uninstall -y deepspeed",
         )
 
 

@@ -11,6 +11,7 @@ from shop_r1_doctor.checks._base import finding, pkg_requires, pkg_version, uses
 from shop_r1_doctor.facts import Facts
 from shop_r1_doctor.findings import Finding
 from shop_r1_doctor.knowledge import load_compat, public
+from shop_r1_doctor.target_python import pip_command
 
 
 def _declared_vllm_range(facts: Facts) -> SpecifierSet | None:
@@ -44,7 +45,7 @@ def trl_vllm_skew(facts: Facts) -> Iterator[Finding]:
         severity="error" if uses_vllm(facts) else "warning",
         detail=f"From {source}. Outside that range TRL's vLLM calls fail (e.g. 'unexpected "
         "keyword argument worker_extension_cls', 'invalid choice: vllm-serve').",
-        fix=f'pip install "vllm{spec}" (or pip install -U "trl[vllm]")',
+        fix=f'{pip_command(facts)} install "vllm{spec}" (or {pip_command(facts)} install -U "trl[vllm]")',
     )
 
 

@@ -26,6 +26,7 @@ from shop_r1_doctor.checks._base import (
 from shop_r1_doctor.facts import Facts
 from shop_r1_doctor.findings import Finding, Severity
 from shop_r1_doctor.knowledge import load_compat, public
+from shop_r1_doctor.target_python import pip_command
 
 
 def _needed_if(needed: bool) -> Severity:
@@ -64,7 +65,9 @@ def vllm_requested(facts: Facts) -> Iterator[Finding]:
         "the plan sets use_vllm but vllm is not installed",
         detail="A plain `pip install vllm` replaces torch with the exact version the newest vLLM "
         "pins; flash-attn and other extensions built for your torch then break." + keep,
-        fix=f'pip install "vllm{spec}"' if spec else "pip install vllm  (it pins its own torch)",
+        fix=f'{pip_command(facts)} install "vllm{spec}"'
+        if spec
+        else f"{pip_command(facts)} install vllm  (it pins its own torch)",
     )
 
 
@@ -88,8 +91,12 @@ def vllm_torch_pin(facts: Facts) -> Iterator[Finding]:
         f"vLLM {vv} requires torch{spec}; torch {tv} is installed",
         detail=f"From {source}. vllm's compiled ops are built for that torch: expect "
         "'undefined symbol' from vLLM's compiled ops, or pip swapping torch back on the next install.",
-        fix=f'pip install "torch{spec}" (from the index of your CUDA) and rebuild extensions'
-        + (f', or pip install "vllm{keep}" to keep torch {tv.public}' if keep else ""),
+        fix=f'{pip_command(facts)} install "torch{spec}" (from the index of your CUDA) and rebuild extensions'
+        + (
+            f', or {pip_command(facts)} install "vllm{keep}" to keep torch {tv.public}'
+            if keep
+            else ""
+        ),
     )
 
 
@@ -115,7 +122,7 @@ def vllm_import(facts: Facts) -> Iterator[Finding]:
         f"vllm {pkg_version(facts, 'vllm') or ''} does not import".replace("  ", " "),
         severity=_needed_if(uses_vllm(facts)),
         detail=facts.import_error(failed),
-        fix="pip install --force-reinstall vllm==<installed version> (matching its torch pin)",
+        fix=f"{pip_command(facts)} install --force-reinstall vllm==<installed version> (matching its torch pin)",
     )
 
 
@@ -221,6 +228,7 @@ def v1_engine_vs_trl(facts: Facts) -> Iterator[Finding]:
         f"trl {trl} predates vLLM {vv}'s V1 engine",
         severity=_needed_if(uses_vllm(facts)),
         detail=f"trl reaches into V0 internals ('model_executor'; --worker-cls). {row.source}",
+        fix=f"{pip_command(facts)} install -U 'trl[vllm]'",
     )
 
 
@@ -234,7 +242,7 @@ def xformers_pin(facts: Facts) -> Iterator[Finding]:
         f"xformers {xv} requires torch{req.specifier}; torch {tv} is installed",
         detail="'No operator found for memory_efficient_attention_forward': its kernels are "
         "built for another torch.",
-        fix="pip uninstall -y xformers (vLLM >= 0.11.1 does not need it), or install the "
+        fix=f"{pip_command(facts)} uninstall -y xformers (vLLM >= 0.11.1 does not need it), or install the "
         "xformers release built for your torch",
     )
 

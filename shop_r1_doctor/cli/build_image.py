@@ -1,4 +1,5 @@
-"""`shop-r1 build-image --profile NAME -o DIR [--with verl] [--base-image IMG] [--build] ...`."""
+"""`shop-r1 build-image --profile NAME -o DIR [--with verl] [--base-image IMG] [--build] ...`
+(`--format apptainer`: an Apptainer definition of the same install as `shop-r1 setup`)."""
 
 from __future__ import annotations
 
@@ -10,6 +11,8 @@ from typing import Any
 import typer
 
 from shop_r1_doctor.errors import ToolError
+
+FORMATS = ("docker", "apptainer")
 
 
 def register(app: typer.Typer) -> None:
@@ -46,17 +49,39 @@ def build_image(
         help="The GPU machine the image is for (a `shop-r1 doctor --save` snapshot); "
         "default: this machine's GPUs, if it has any.",
     ),
+    format_: str = typer.Option(
+        "docker",
+        "--format",
+        help="docker (Dockerfile, docker-run.sh) or apptainer (shop-r1.def: the install "
+        "of `shop-r1 setup` in an Apptainer/Singularity image, for clusters).",
+    ),
 ) -> None:
     """Render a Dockerfile, its build context and docker-run.sh for a profile (and build it)."""
     from shop_r1_doctor import dockerfile
     from shop_r1_doctor.profiles.lookup import resolve_profile
 
+    if format_ not in FORMATS:
+        raise ToolError(f"--format {format_}: choose {' or '.join(FORMATS)}")
+    if format_ == "apptainer":
+        docker_only = {
+            "--build": build, "--push": push, "--tag": tag, "--network": network,
+            "--build-arg": build_arg,
+        }  # fmt: skip
+        given = [flag for flag, value in docker_only.items() if value]
+        if given:
+            raise ToolError(
+                f"{given[0]}: a Docker option; with --format apptainer run the printed "
+                "`apptainer build` command"
+            )
     found = resolve_profile(profile)
     prof = found.profile
     if found.how:
         typer.echo(f"profile {prof.name} ({found.how})")
     for line in uncovered_gpus(prof, _machine_gpus(snapshot)):
         typer.echo(f"warning: {line}", err=True)
+    if format_ == "apptainer":
+        _apptainer(prof, with_, base_image, output)
+        return
     rendered = dockerfile.render(prof, with_, tag, base_image)
     target = output.resolve()
     for path in dockerfile.write(rendered, target):
@@ -73,6 +98,32 @@ def build_image(
     if build or push:
         base = base_image or prof.base_image
         _build(target, rendered.tag, base, command, push, network, args)
+
+
+def _apptainer(prof: Any, with_: list[str], base_image: str | None, output: Path) -> None:
+    import msgspec
+
+    from shop_r1_doctor import dockerfile
+    from shop_r1_doctor.setup import apptainer
+
+    extras = dockerfile.validate_extras(prof, with_)
+    if base_image:
+        prof = msgspec.structs.replace(prof, base_image=base_image)
+    rendered = apptainer.render(prof, extras, context_dir=dockerfile.CONTEXT_DIR)
+    target = output.resolve()
+    try:
+        target.mkdir(parents=True, exist_ok=True)
+        for name, text in rendered.files().items():
+            (target / name).write_text(text, encoding="utf-8")
+            typer.echo(f"wrote {target / name}")
+    except OSError as exc:
+        raise ToolError(f"{target}: cannot write: {exc.strerror}") from None
+    typer.echo(f"wrote {dockerfile.write_context(target)}/ (copied in by %files)")
+    typer.echo(
+        f"build: cd {shlex.quote(str(target))} && apptainer build {rendered.sif} {apptainer.DEF_NAME}"
+    )
+    nv = " --nv" if prof.cuda is not None else ""
+    typer.echo(f"run:   apptainer run{nv} {rendered.sif}   (the doctor in the image)")
 
 
 def _machine_gpus(snapshot: Path | None) -> tuple[list[dict[str, Any]], str]:

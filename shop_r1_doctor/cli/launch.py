@@ -68,8 +68,8 @@ def launch(
     from shop_r1_doctor.launch import LaunchRequest, plan_launch, render_launch
     from shop_r1_doctor.launch.plan import DEFAULT_MODEL, TASKS, layout_from_facts, target_machine
     from shop_r1_doctor.profiles.lookup import resolve_profile
-    from shop_r1_doctor.profiles.match import pip_command
     from shop_r1_doctor.profiles.model import get_profile
+    from shop_r1_doctor.target_python import pip_command
 
     if task not in TASKS:
         raise ToolError(f"launch {task}: unknown task; choose one of: {', '.join(TASKS)}")

@@ -19,6 +19,7 @@ from shop_r1_doctor.findings import Finding, Severity
 from shop_r1_doctor.hardware import parse_arch_list, parse_cc
 from shop_r1_doctor.knowledge import grpo_vllm_speedup
 from shop_r1_doctor.profiles.model import Profile, load_profiles
+from shop_r1_doctor.target_python import pip_command
 
 CODE = "PROFILE_DEVIATION"
 
@@ -75,13 +76,6 @@ def match_profile(facts: Facts, profiles: dict[str, Profile] | None = None) -> P
         return None
     profile, reason = found
     return ProfileMatch(profile.name, deviations(facts, profile), reason)
-
-
-def pip_command(facts: Facts) -> str:
-    """`"<the snapshot's interpreter>" -m pip`: the fix installs into the env that was probed."""
-    python = facts.host.get("python")
-    exe = python.get("executable") if isinstance(python, dict) else None
-    return f"{shlex.quote(exe)} -m pip" if isinstance(exe, str) and exe else "python3 -m pip"
 
 
 def deviations(facts: Facts, profile: Profile) -> list[Finding]:

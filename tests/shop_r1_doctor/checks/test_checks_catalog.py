@@ -52,7 +52,7 @@ def test_findings_name_versions_and_carry_sources() -> None:
     f = next(f for f in run_checks(bad) if f.code == "TORCH_NO_BLACKWELL_ARCH")
     assert f.title == "torch 2.6.0+cu124 has no kernels for sm_120 (NVIDIA GeForce RTX 5090)"
     assert "https://github.com/pytorch/pytorch/issues/150733" in f.urls
-    assert f.fix.startswith("pip install") and f.subject == "torch"
+    assert f.fix.startswith("/opt/torch/.venv/bin/python3 -m pip install") and f.subject == "torch"
 
 
 def test_all_missing_snapshot_gives_no_findings() -> None:

@@ -227,7 +227,7 @@ def _not_importable(impl: str, dist: str, version: str, err: str) -> tuple:
         "error",
         f"{impl} requested but {dist} {version} does not import",
         err,
-        f'pip install --no-build-isolation --force-reinstall {dist}, or attn_implementation="sdpa"',
+        f'/opt/torch/.venv/bin/python3 -m pip install --no-build-isolation --force-reinstall {dist}, or attn_implementation="sdpa"',
     )
 
 
@@ -257,7 +257,7 @@ def _oom(cpus: int, gib: int, jobs: int) -> tuple:
         "warning",
         f"building flash-attn with {cpus} parallel jobs needs ~{cpus * 9} GB; this machine has {gib} GiB",
         "ninja starts one nvcc per core, several GB each: the build is Killed or the machine freezes.",
-        f"MAX_JOBS={jobs} pip install flash-attn --no-build-isolation",
+        f"MAX_JOBS={jobs} /opt/torch/.venv/bin/python3 -m pip install flash-attn --no-build-isolation",
     )
 
 
@@ -356,14 +356,22 @@ INSTALL_ROWS = [
     (
         "missing, torch 2.8 cu128: the wheel",
         machine(packages={"flash-attn": None}, plan=FA2),
-        [_missing("flash_attention_2", "flash-attn", f"pip install {URL_28_TRUE}")],
+        [
+            _missing(
+                "flash_attention_2",
+                "flash-attn",
+                f"/opt/torch/.venv/bin/python3 -m pip install {URL_28_TRUE}",
+            )
+        ],
     ),
     (
         "FA3 missing: no wheel URL, no build advice",
         machine(packages={"flash-attn-3": None}, plan=_plan("flash_attention_3")),
         [
             _missing(
-                "flash_attention_3", "flash-attn-3", "pip install flash-attn-3 --no-build-isolation"
+                "flash_attention_3",
+                "flash-attn-3",
+                "/opt/torch/.venv/bin/python3 -m pip install flash-attn-3 --no-build-isolation",
             )
         ],
     ),
@@ -372,7 +380,9 @@ INSTALL_ROWS = [
         {**H200, "packages": {**H200["packages"], "flash-attn": None}, "plan": FA2},
         [
             _missing(
-                "flash_attention_2", "flash-attn", "pip install flash-attn --no-build-isolation"
+                "flash_attention_2",
+                "flash-attn",
+                "/opt/torch/.venv/bin/python3 -m pip install flash-attn --no-build-isolation",
             ),
             _no_wheel("torch 2.11.0+cu130 (CUDA 13.0)"),
             # 270334464000 // (9 x 2**30) = 27 < 32 CPUs
@@ -384,7 +394,9 @@ INSTALL_ROWS = [
         {**H200, "packages": {"flash-attn": None}, "plan": FA2, "env": {"MAX_JOBS": "4"}},
         [
             _missing(
-                "flash_attention_2", "flash-attn", "pip install flash-attn --no-build-isolation"
+                "flash_attention_2",
+                "flash-attn",
+                "/opt/torch/.venv/bin/python3 -m pip install flash-attn --no-build-isolation",
             ),
             _no_wheel("torch 2.11.0+cu130 (CUDA 13.0)"),
         ],
@@ -404,7 +416,11 @@ def _build(ram: Any, cpus: Any, env: dict | None = None, **host: Any) -> dict:
     return snap
 
 
-BUILD = _missing("flash_attention_2", "flash-attn", "pip install flash-attn --no-build-isolation")
+BUILD = _missing(
+    "flash_attention_2",
+    "flash-attn",
+    "/opt/torch/.venv/bin/python3 -m pip install flash-attn --no-build-isolation",
+)
 NO_WHEEL_211 = _no_wheel("torch 2.11.0+cu130 (CUDA 13.0)")
 LONG_PATH = (
     "FA_WINDOWS_LONG_PATH",

@@ -59,7 +59,7 @@ def _abi(
         severity,
         f"flash-attn {raw} is a cxx11abi{tag} build; torch {torch} uses cxx11abi{want}",
         detail,
-        f"pip install the flash-attn wheel named cxx11abi{want} ({url})",
+        f"/opt/torch/.venv/bin/python3 -m pip install the flash-attn wheel named cxx11abi{want} ({url})",
     )
 
 
@@ -74,7 +74,7 @@ def _symbol(fv: str, built: str, torch: str, fix: str, severity: str = "warning"
 
 
 FALSE_WHEEL = "2.8.3+cu12torch2.8cxx11abiFALSE"
-REINSTALL = "pip install --no-build-isolation --force-reinstall --no-deps flash-attn==2.8.3"
+REINSTALL = "/opt/torch/.venv/bin/python3 -m pip install --no-build-isolation --force-reinstall --no-deps flash-attn==2.8.3"
 BROKEN_ROWS = [
     (
         "a cxx11abiFALSE wheel on a TRUE torch",
@@ -101,7 +101,7 @@ BROKEN_ROWS = [
                 "warning",
                 "flash-attn 2.8.3+cu12torch2.6cxx11abiTRUE is a cxx11abiTRUE build; torch 2.6.0+cu124 uses cxx11abiFALSE",
                 ABI_DETAIL,
-                f"pip install the flash-attn wheel named cxx11abiFALSE ({URL_26_FALSE})",
+                f"/opt/torch/.venv/bin/python3 -m pip install the flash-attn wheel named cxx11abiFALSE ({URL_26_FALSE})",
             )
         ],
     ),
@@ -127,7 +127,14 @@ BROKEN_ROWS = [
     (
         "undefined symbol, plain version",
         _fa("2.8.3", flash_attn_2_cuda=ERR_SYMBOL),
-        [_symbol("2.8.3", "", "2.8.0+cu128", f"{REINSTALL}  # or: pip install {URL_28_TRUE}")],
+        [
+            _symbol(
+                "2.8.3",
+                "",
+                "2.8.0+cu128",
+                f"{REINSTALL}  # or: /opt/torch/.venv/bin/python3 -m pip install {URL_28_TRUE}",
+            )
+        ],
     ),
     (
         "undefined symbol, a tag for torch 2.7",
@@ -137,7 +144,7 @@ BROKEN_ROWS = [
                 "2.8.3+cu12torch2.7cxx11abitrue",
                 " (built for torch 2.7)",
                 "2.8.0+cu128",
-                f"{REINSTALL}  # or: pip install {URL_28_TRUE}",
+                f"{REINSTALL}  # or: /opt/torch/.venv/bin/python3 -m pip install {URL_28_TRUE}",
                 "error",
             )
         ],
@@ -177,7 +184,7 @@ SM120_DETAIL = (
     "flash_fwd fails with 'no kernel image is available' (flash-attention FLASH_ATTN_CUDA_ARCHS "
     "default since v2.7.3; user reports on sm_120 (issue #1638, #2361))."
 )
-SM120_FIX = 'attn_implementation="sdpa", or pip install "flash-attn>=2.8.3.post1" on a cu128+ torch'
+SM120_FIX = 'attn_implementation="sdpa", or python3 -m pip install "flash-attn>=2.8.3.post1" on a cu128+ torch'
 
 
 def _sm120(fv: str, name: str, severity: str = "warning") -> list[tuple]:

@@ -77,7 +77,7 @@ def _pin(installed: str, req: str = "nvidia-nccl-cu13==2.28.9") -> tuple:
         "error",
         f"torch 2.11.0+cu130 pins {req}; nvidia-nccl-cu13 {installed} is installed",
         PIN_DETAIL,
-        f'pip install "{req}"',
+        f'/opt/torch/.venv/bin/python3 -m pip install "{req}"',
     )
 
 
@@ -96,7 +96,7 @@ TWO_WHEELS = (
     "error",
     "2 NCCL wheels installed side by side: nvidia-nccl-cu12 2.27.3, nvidia-nccl-cu13 2.28.9",
     DUP_DETAIL,
-    "pip uninstall -y nvidia-nccl-cu12 nvidia-nccl-cu13 && pip install --force-reinstall torch "
+    "/opt/torch/.venv/bin/python3 -m pip uninstall -y nvidia-nccl-cu12 nvidia-nccl-cu13 && /opt/torch/.venv/bin/python3 -m pip install --force-reinstall torch "
     "(reinstalls torch's own NCCL pin)",
 )
 

@@ -83,7 +83,7 @@ def test_marker_env_rows(host: dict, expected: tuple) -> None:
 # ----------------------------------------------------------------- requirement conflicts
 HUB_SPEC = "huggingface_hub<1.0,>=0.34.0"
 HUB_TITLE = f"transformers 4.57.1 requires {HUB_SPEC}; huggingface-hub {{}} is installed"
-HUB_FIX = f'pip install "{HUB_SPEC}"  (or a transformers release that accepts huggingface-hub {{}})'
+HUB_FIX = f'python3 -m pip install "{HUB_SPEC}"  (or a transformers release that accepts huggingface-hub {{}})'
 PIP_CHECK = "pip check reports this; the dist may fail at import or at its first call."
 
 # (case, host, packages, expected [(title, detail, fix)])
@@ -120,7 +120,7 @@ CONFLICT_ROWS = [
             (
                 "trl 0.19.0 requires accelerate>=1.4.0, which is not installed",
                 "",
-                'pip install "accelerate>=1.4.0"',
+                'python3 -m pip install "accelerate>=1.4.0"',
             )
         ],
     ),
@@ -156,7 +156,7 @@ CONFLICT_ROWS = [
             (
                 'jupyter-core 5.8.1 requires pywin32>=300; sys_platform == "win32", which is not installed',
                 "",
-                'pip install "pywin32>=300"',
+                'python3 -m pip install "pywin32>=300"',
             )
         ],
     ),
@@ -168,7 +168,7 @@ CONFLICT_ROWS = [
             (
                 "datasets 4.0.0 requires tomli>=2; tomli 1.2.0 is installed",
                 PIP_CHECK,
-                'pip install "tomli>=2"  (or a datasets release that accepts tomli 1.2.0)',
+                'python3 -m pip install "tomli>=2"  (or a datasets release that accepts tomli 1.2.0)',
             )
         ],
     ),
@@ -193,7 +193,7 @@ CONFLICT_ROWS = [
             (
                 'odd 1.0 requires accelerate>=1; platform_machine == "x86_64", which is not installed',
                 "",
-                'pip install "accelerate>=1"',
+                'python3 -m pip install "accelerate>=1"',
             )
         ],
     ),
@@ -226,7 +226,7 @@ CONFLICT_ROWS = [
             (
                 'odd 1.0 requires accelerate>=1; extra == "x" or python_version >= "3.8", which is not installed',
                 "",
-                'pip install "accelerate>=1"',
+                'python3 -m pip install "accelerate>=1"',
             )
         ],
     ),
@@ -277,7 +277,7 @@ CONFLICT_ROWS = [
             (
                 "cupy-cuda12x 13.4.0 requires nvidia-nccl-cu12>=2.27; nvidia-nccl-cu12 2.26.2 is installed",
                 PIP_CHECK,
-                'pip install "nvidia-nccl-cu12>=2.27"  (or a cupy-cuda12x release that accepts nvidia-nccl-cu12 2.26.2)',
+                'python3 -m pip install "nvidia-nccl-cu12>=2.27"  (or a cupy-cuda12x release that accepts nvidia-nccl-cu12 2.26.2)',
             )
         ],
     ),
@@ -301,7 +301,7 @@ CONFLICT_ROWS = [
             (
                 "old 1.0 requires numpy<1.27; numpy 2.1.0 is installed",
                 PIP_CHECK,
-                'pip install "numpy<1.27"  (or a old release that accepts numpy 2.1.0)',
+                'python3 -m pip install "numpy<1.27"  (or a old release that accepts numpy 2.1.0)',
             )
         ],
     ),
@@ -313,7 +313,7 @@ CONFLICT_ROWS = [
             (
                 "opencv-python-headless 4.12.0.88 requires numpy>=2; numpy 1.26.4 is installed",
                 PIP_CHECK,
-                'pip install "numpy>=2"  (or a opencv-python-headless release that accepts numpy 1.26.4)',
+                'python3 -m pip install "numpy>=2"  (or a opencv-python-headless release that accepts numpy 1.26.4)',
             )
         ],
     ),
@@ -329,12 +329,12 @@ CONFLICT_ROWS = [
             (
                 "peft 0.17.0 requires accelerate>=0.21.0, which is not installed",
                 "",
-                'pip install "accelerate>=0.21.0"',
+                'python3 -m pip install "accelerate>=0.21.0"',
             ),
             (
                 "trl 0.19.0 requires accelerate>=1.4.0, which is not installed",
                 "",
-                'pip install "accelerate>=1.4.0"',
+                'python3 -m pip install "accelerate>=1.4.0"',
             ),
         ],
     ),

@@ -13,7 +13,7 @@ from shop_r1_doctor.checks.packages import (
 )
 
 # ----------------------------------------------------------------- numpy 2
-PIN_FIX = 'pip install "numpy<2" "opencv-python-headless==4.11.0.86"'
+PIN_FIX = 'python3 -m pip install "numpy<2" "opencv-python-headless==4.11.0.86"'
 MEGATRON_DETAIL = f"'module numpy has no attribute product' at the first call. {SOURCE}"
 OPENCV_DETAIL = f"cv2 fails to import against numpy 1 (vLLM pulls opencv >= 4.11). {SOURCE}"
 TORCH_DETAIL = "'A module that was compiled using NumPy 1.x cannot be run in NumPy 2.x'."
@@ -21,7 +21,7 @@ EXT_DETAIL = (
     "Extensions built against NumPy 1 fail: 'A module that was compiled using NumPy 1.x "
     "cannot be run in NumPy 2.x'."
 )
-TORCH_FIX = 'pip install "numpy<2"  (or torch >= 2.3)'
+TORCH_FIX = 'python3 -m pip install "numpy<2"  (or torch >= 2.3)'
 
 
 def _megatron(mc: str, numpy: str) -> tuple:
@@ -29,7 +29,7 @@ def _megatron(mc: str, numpy: str) -> tuple:
         "NUMPY2_MEGATRON_VS_OPENCV",
         f"megatron-core {mc} needs numpy<2; numpy {numpy} is installed",
         MEGATRON_DETAIL,
-        f'{PIN_FIX}  (or pip install "megatron-core>=0.16")',
+        f'{PIN_FIX}  (or python3 -m pip install "megatron-core>=0.16")',
     )
 
 
@@ -142,7 +142,7 @@ NUMPY_ROWS = [
                 "NUMPY2_BINARY_INCOMPAT",
                 "opencv-python-headless 4.12.0.88 requires numpy<2.3.0,>=2; numpy 2.3.1 is installed",
                 EXT_DETAIL,
-                'pip install "numpy<2.3.0,>=2"  (or upgrade opencv-python-headless)',
+                'python3 -m pip install "numpy<2.3.0,>=2"  (or upgrade opencv-python-headless)',
             )
         ],
     ),
@@ -155,7 +155,7 @@ NUMPY_ROWS = [
                 "NUMPY2_BINARY_INCOMPAT",
                 "gensim 4.3.3 requires numpy<2.0,>=1.18.5; numpy 2.1.0 is installed",
                 EXT_DETAIL,
-                'pip install "numpy<2.0,>=1.18.5"  (or upgrade gensim)',
+                'python3 -m pip install "numpy<2.0,>=1.18.5"  (or upgrade gensim)',
             )
         ],
     ),

@@ -62,7 +62,9 @@ def test_bf16_rows(bf16, gpus, title) -> None:
 
 
 # ----------------------------------------------------------------- Liger requested
-LIGER_FIX = "pip install liger-kernel (Linux + CUDA: it needs Triton), or liger_kernel: off"
+LIGER_FIX = (
+    "python3 -m pip install liger-kernel (Linux + CUDA: it needs Triton), or liger_kernel: off"
+)
 LIGER_MISSING = (
     "transformers raises 'You need to install liger-kernel version ... to use this option' "
     "when the Trainer starts."

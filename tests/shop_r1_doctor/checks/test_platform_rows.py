@@ -403,6 +403,6 @@ def test_hf_xet_rows(version, env, dump, fires) -> None:
         "warning",
         f"hf-xet {version} (< 1.5.2) downloads can stall at 0% or 99% on some networks",
         "huggingface/xet-core issue #850",
-        'pip install -U "hf-xet>=1.5.2", or export HF_HUB_DISABLE_XET=1',
+        'python3 -m pip install -U "hf-xet>=1.5.2", or export HF_HUB_DISABLE_XET=1',
     )
     assert _found(hf_xet, snap) == ([expected] if fires else [])

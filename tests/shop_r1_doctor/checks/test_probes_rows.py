@@ -402,7 +402,7 @@ def test_probe_status_rows(probes: dict, plan: dict | None, wsl: int | None, exp
 
 
 # ----------------------------------------------------------------- torch does not import
-REINSTALL = "pip install --force-reinstall torch --index-url https://download.pytorch.org/whl/cu130"
+REINSTALL = "python3 -m pip install --force-reinstall torch --index-url https://download.pytorch.org/whl/cu130"
 CUDNN = "ImportError: libcudnn.so.9: cannot open shared object file: No such file or directory"
 LONG = "OSError: " + "x" * 200 + "\nmore"
 

@@ -326,7 +326,7 @@ def _mismatch(head: str, mine: str) -> tuple:
         "error",
         f"the head at 10.0.0.1:6379 runs Ray {head}, this Python has Ray {mine}",
         "ray.init() refuses to connect: 'Version mismatch: The cluster was started with ...'",
-        f"pip install 'ray[default]=={head}' (or restart the head with {mine})",
+        f"python3 -m pip install 'ray[default]=={head}' (or restart the head with {mine})",
     )
 
 

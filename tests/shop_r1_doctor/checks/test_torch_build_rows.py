@@ -54,7 +54,7 @@ CPU_ROWS = [
         [
             (
                 f"torch 2.9.0+cpu is a CPU-only build but {A100['name']} is present",
-                f"pip install --force-reinstall torch==2.9.0 --index-url {WHL}/cu130",
+                f"python3 -m pip install --force-reinstall torch==2.9.0 --index-url {WHL}/cu130",
             )
         ],
     ),
@@ -65,7 +65,7 @@ CPU_ROWS = [
         [
             (
                 f"torch 2.7.1+cpu is a CPU-only build but {A100['name']} is present",
-                f"pip install --force-reinstall torch==2.7.1 --index-url {WHL}/cu126",
+                f"python3 -m pip install --force-reinstall torch==2.7.1 --index-url {WHL}/cu126",
             )
         ],
     ),
@@ -76,7 +76,7 @@ CPU_ROWS = [
         [
             (
                 f"torch 2.9.0+cpu is a CPU-only build but {V100['name']} is present",
-                f"pip install --force-reinstall torch==2.9.0 --index-url {WHL}/cu126",
+                f"python3 -m pip install --force-reinstall torch==2.9.0 --index-url {WHL}/cu126",
             )
         ],
     ),
@@ -87,7 +87,7 @@ CPU_ROWS = [
         [
             (
                 f"torch 2.9.0+cpu is a CPU-only build but {T4['name']} is present",
-                f"pip install --force-reinstall torch==2.9.0 --index-url {WHL}/cu130",
+                f"python3 -m pip install --force-reinstall torch==2.9.0 --index-url {WHL}/cu130",
             )
         ],
     ),
@@ -98,7 +98,7 @@ CPU_ROWS = [
         [
             (
                 f"torch 2.9.0+cpu is a CPU-only build but {RTX5090['name']} is present",
-                f"pip install --force-reinstall torch==2.9.0 --index-url {WHL}/cu130",
+                f"python3 -m pip install --force-reinstall torch==2.9.0 --index-url {WHL}/cu130",
             )
         ],
     ),
@@ -109,7 +109,7 @@ CPU_ROWS = [
         [
             (
                 f"torch 2.9.0+cpu is a CPU-only build but {A100['name']} is present",
-                f"pip install --force-reinstall torch==2.9.0 --index-url {WHL}/cu126",
+                f"python3 -m pip install --force-reinstall torch==2.9.0 --index-url {WHL}/cu126",
             )
         ],
     ),
@@ -120,7 +120,7 @@ CPU_ROWS = [
         [
             (
                 f"torch 2.9.0+cpu is a CPU-only build but {NO_CC['name']} is present",
-                f"pip install --force-reinstall torch==2.9.0 --index-url {WHL}/cu130",
+                f"python3 -m pip install --force-reinstall torch==2.9.0 --index-url {WHL}/cu130",
             )
         ],
     ),
@@ -131,7 +131,7 @@ CPU_ROWS = [
         [
             (
                 f"torch 1.3.1+cpu is a CPU-only build but {A100['name']} is present",
-                f"pip install --force-reinstall torch --index-url {WHL}/cu130",
+                f"python3 -m pip install --force-reinstall torch --index-url {WHL}/cu130",
             )
         ],
     ),
@@ -142,7 +142,7 @@ CPU_ROWS = [
         [
             (
                 f"torch 2.9.0 is a CPU-only build but {A100['name']} is present",
-                f"pip install --force-reinstall torch==2.9.0 --index-url {WHL}/cu130",
+                f"python3 -m pip install --force-reinstall torch==2.9.0 --index-url {WHL}/cu130",
             )
         ],
     ),
@@ -340,7 +340,7 @@ def test_arch_detail_names_the_source_and_the_list():
 def test_arch_fix_index(gpu, index):
     found = list(torch_arch_covers_gpus(Facts({"torch": arch_listed("sm_90a"), "gpus": [gpu]})))
     assert [f.fix for f in found] == [
-        f"pip install --force-reinstall torch --index-url {WHL}/{index}"
+        f"python3 -m pip install --force-reinstall torch --index-url {WHL}/{index}"
     ]
 
 
@@ -566,4 +566,4 @@ def test_fixes_carry_the_remedy_not_the_generic_one():
         "gpus": [RTX5090],
     }
     (f,) = torch_arch_covers_gpus(Facts(snap))
-    assert "(pip install -U vllm)" in f.fix
+    assert "(python3 -m pip install -U vllm)" in f.fix

@@ -87,27 +87,27 @@ REQUESTED_ROWS = [
     (
         "torch 2.9.0",
         snap("2.9.0+cu128", None, USE),
-        _requested("2.9.0", 'pip install "vllm<0.14,>=0.11.1"'),
+        _requested("2.9.0", 'python3 -m pip install "vllm<0.14,>=0.11.1"'),
     ),
     (
         "torch 2.8.0",
         snap("2.8.0+cu128", None, USE),
-        _requested("2.8.0", 'pip install "vllm<0.11.1,>=0.10.2"'),
+        _requested("2.8.0", 'python3 -m pip install "vllm<0.11.1,>=0.10.2"'),
     ),
     (
         "torch 2.5.1",
         snap("2.5.1+cu121", None, USE),
-        _requested("2.5.1", 'pip install "vllm<0.8,>=0.6.4"'),
+        _requested("2.5.1", 'python3 -m pip install "vllm<0.8,>=0.6.4"'),
     ),
     (
         "torch 2.12: no vLLM pins it",
         snap("2.12.0+cu130", None, USE),
-        _requested(None, "pip install vllm  (it pins its own torch)"),
+        _requested(None, "python3 -m pip install vllm  (it pins its own torch)"),
     ),
     (
         "torch unknown",
         snap(None, None, USE),
-        _requested(None, "pip install vllm  (it pins its own torch)"),
+        _requested(None, "python3 -m pip install vllm  (it pins its own torch)"),
     ),
     ("installed", snap("2.9.0+cu128", dist("0.11.2"), USE), []),
     ("package list unknown", snap("2.9.0+cu128", plan=USE), []),
@@ -152,8 +152,8 @@ PIN_ROWS = [
             "==2.7.1",
             "2.8.0+cu128",
             "vllm 0.10.1's Requires-Dist",
-            'pip install "torch==2.7.1" (from the index of your CUDA) and rebuild extensions, '
-            'or pip install "vllm<0.11.1,>=0.10.2" to keep torch 2.8.0',
+            'python3 -m pip install "torch==2.7.1" (from the index of your CUDA) and rebuild extensions, '
+            'or python3 -m pip install "vllm<0.11.1,>=0.10.2" to keep torch 2.8.0',
         ),
     ),
     ("the pinned torch with a CUDA tag", snap("2.7.1+cu128", dist("0.10.1", "torch==2.7.1")), []),
@@ -165,8 +165,8 @@ PIN_ROWS = [
             "==2.7.0",
             "2.7.1+cu128",
             TABLE,
-            'pip install "torch==2.7.0" (from the index of your CUDA) and rebuild extensions, '
-            'or pip install "vllm<0.10.2,>=0.10.0" to keep torch 2.7.1',
+            'python3 -m pip install "torch==2.7.0" (from the index of your CUDA) and rebuild extensions, '
+            'or python3 -m pip install "vllm<0.10.2,>=0.10.0" to keep torch 2.7.1',
         ),
     ),
     ("the table agrees", snap("2.7.0+cu128", dist("0.9.2")), []),
@@ -180,8 +180,8 @@ PIN_ROWS = [
             "==2.7.0",
             "2.7.1+cu128",
             TABLE,
-            'pip install "torch==2.7.0" (from the index of your CUDA) and rebuild extensions, '
-            'or pip install "vllm<0.10.2,>=0.10.0" to keep torch 2.7.1',
+            'python3 -m pip install "torch==2.7.0" (from the index of your CUDA) and rebuild extensions, '
+            'or python3 -m pip install "vllm<0.10.2,>=0.10.0" to keep torch 2.7.1',
         ),
     ),
     ("a bare `torch` is skipped", snap("2.7.0+cu128", dist("0.9.2", "torch")), []),
@@ -194,8 +194,8 @@ PIN_ROWS = [
             "==2.7.1",
             "2.8.0+cu128",
             "vllm 0.10.1's Requires-Dist",
-            'pip install "torch==2.7.1" (from the index of your CUDA) and rebuild extensions, '
-            'or pip install "vllm<0.11.1,>=0.10.2" to keep torch 2.8.0',
+            'python3 -m pip install "torch==2.7.1" (from the index of your CUDA) and rebuild extensions, '
+            'or python3 -m pip install "vllm<0.11.1,>=0.10.2" to keep torch 2.8.0',
         ),
     ),
     (
@@ -206,7 +206,7 @@ PIN_ROWS = [
             "==2.11.0",
             "2.12.0+cu130",
             "vllm 0.20.1's Requires-Dist",
-            'pip install "torch==2.11.0" (from the index of your CUDA) and rebuild extensions',
+            'python3 -m pip install "torch==2.11.0" (from the index of your CUDA) and rebuild extensions',
         ),
     ),
     ("torch unknown", snap(None, dist("0.10.1", "torch==2.7.1")), []),
@@ -254,7 +254,9 @@ def test_vllm_windows_row(case, s, want):
 
 
 # ----------------------------------------------------------------- import
-IMPORT_FIX = "pip install --force-reinstall vllm==<installed version> (matching its torch pin)"
+IMPORT_FIX = (
+    "python3 -m pip install --force-reinstall vllm==<installed version> (matching its torch pin)"
+)
 E_TORCH = "ImportError: vllm/_C.abi3.so: undefined symbol: _ZN3c104cuda9SetDeviceEi"
 E_NUMPY = "ImportError: numpy.core.multiarray failed to import"
 
@@ -613,7 +615,7 @@ XF_DETAIL = (
     "another torch."
 )
 XF_FIX = (
-    "pip uninstall -y xformers (vLLM >= 0.11.1 does not need it), or install the xformers "
+    "python3 -m pip uninstall -y xformers (vLLM >= 0.11.1 does not need it), or install the xformers "
     "release built for your torch"
 )
 XF_ROWS = [

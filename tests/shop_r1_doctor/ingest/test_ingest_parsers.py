@@ -220,12 +220,12 @@ def test_smi_q_of_one_gpu_among_several_gives_no_index():
         # torch 1.3.1 is on no current index: no pin.
         (
             "pytorch-44303-rtx2080ti-cpu-build.txt",
-            "pip install --force-reinstall torch --index-url https://download.pytorch.org/whl/cu130",
+            "python3 -m pip install --force-reinstall torch --index-url https://download.pytorch.org/whl/cu130",
         ),
         # torch 2.2.2 predates the table (2.4+): no pin either.
         (
             "pytorch-122924-windows-cpu-wheel.txt",
-            "pip install --force-reinstall torch --index-url https://download.pytorch.org/whl/cu130",
+            "python3 -m pip install --force-reinstall torch --index-url https://download.pytorch.org/whl/cu130",
         ),
     ],
 )
@@ -243,5 +243,5 @@ def test_cpu_build_fix_pins_a_release_on_an_index_that_has_it():
     # 2.5 ships cu118/cu121/cu124 (knowledge/compat.yaml): its default, not cu130.
     assert (
         found.fix
-        == "pip install --force-reinstall torch==2.5.1 --index-url https://download.pytorch.org/whl/cu124"
+        == "python3 -m pip install --force-reinstall torch==2.5.1 --index-url https://download.pytorch.org/whl/cu124"
     )

@@ -8,8 +8,9 @@ import pytest
 
 from shop_r1_doctor.facts import Facts
 from shop_r1_doctor.profiles import match_profile
-from shop_r1_doctor.profiles.match import best_profile, pip_command
+from shop_r1_doctor.profiles.match import best_profile
 from shop_r1_doctor.profiles.model import load_profiles
+from shop_r1_doctor.target_python import pip_command
 
 H100 = {"index": 0, "name": "NVIDIA H100 80GB HBM3", "compute_capability": "9.0"}
 ALIGNED = {
