@@ -104,8 +104,10 @@ def _apptainer(prof: Any, with_: list[str], base_image: str | None, output: Path
     import msgspec
 
     from shop_r1_doctor import dockerfile
+    from shop_r1_doctor.cli.output import Output
     from shop_r1_doctor.setup import apptainer
 
+    out = Output()
     extras = dockerfile.validate_extras(prof, with_)
     if base_image:
         prof = msgspec.structs.replace(prof, base_image=base_image)
@@ -115,15 +117,15 @@ def _apptainer(prof: Any, with_: list[str], base_image: str | None, output: Path
         target.mkdir(parents=True, exist_ok=True)
         for name, text in rendered.files().items():
             (target / name).write_text(text, encoding="utf-8")
-            typer.echo(f"wrote {target / name}")
+            out.line(f"wrote {target / name}")
     except OSError as exc:
         raise ToolError(f"{target}: cannot write: {exc.strerror}") from None
-    typer.echo(f"wrote {dockerfile.write_context(target)}/ (copied in by %files)")
-    typer.echo(
+    out.line(f"wrote {dockerfile.write_context(target)}/ (copied in by %files)")
+    out.line(
         f"build: cd {shlex.quote(str(target))} && apptainer build {rendered.sif} {apptainer.DEF_NAME}"
     )
     nv = " --nv" if prof.cuda is not None else ""
-    typer.echo(f"run:   apptainer run{nv} {rendered.sif}   (the doctor in the image)")
+    out.line(f"run:   apptainer run{nv} {rendered.sif}   (the doctor in the image)")
 
 
 def _machine_gpus(snapshot: Path | None) -> tuple[list[dict[str, Any]], str]:
