@@ -584,7 +584,7 @@ def _v1(trl: str, vv: str, severity: str = "warning") -> list[tuple]:
             severity,
             f"trl {trl} predates vLLM {vv}'s V1 engine",
             f"trl reaches into V0 internals ('model_executor'; --worker-cls). {V1_SRC}",
-            _fix("VLLM_V1_DEFAULT_BREAKS_RL_INTEGRATION"),
+            "python3 -m pip install -U 'trl[vllm]'",
         )
     ]
 
