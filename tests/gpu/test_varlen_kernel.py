@@ -17,7 +17,7 @@ from shop_r1.tiny import model_from_config_dict, tiny_config_dict  # noqa: E402
 
 if not packing.kernel_available():
     pytest.skip(
-        "needs a CUDA GPU with torch's varlen kernel (benchmarks/headline_gpu.sh runs it)",
+        "needs a CUDA GPU with torch's varlen kernel (benchmarks/headline.py runs it)",
         allow_module_level=True,
     )
 
