@@ -45,7 +45,7 @@ class LaunchRequest:
     consumer_gpus: bool = False  # GeForce cards: P2P over PCIe hangs NCCL
     target: str = ""  # whose facts these are ("this machine", "snapshot FILE"); "": none
     target_pip: str = "python3 -m pip"  # the target's pip, where its facts name it
-    generated_in: str = ""  # the generating environment, e.g. "venv /work/venv"
+    generated_in: str = ""  # the generating environment, e.g. "venv ~/envs/train"
     command_line: str = ""
     gpus_source: str = ""  # where a fixed GPU count came from ("--gpus", "snapshot FILE")
     vllm_port: int = 8000  # `launch vllm-server`: a port users know (GRPO's own: free at run time)

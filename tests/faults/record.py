@@ -12,9 +12,18 @@ from __future__ import annotations
 import json
 import sys
 import time
+from pathlib import Path
 
 from .case import FIXTURES, metadata, missing_requirement, run_case
 from .suite import all_cases
+
+REPO = Path(__file__).resolve().parents[2]
+
+
+def portable(text: str) -> str:
+    """The recording without this machine's paths: the environment as `<venv>`, the
+    checkout as `.` (tracebacks name both; the diagnosis reads the messages)."""
+    return text.replace(sys.prefix, "<venv>").replace(f"{REPO}/", "").replace(str(REPO), ".")
 
 
 def main(argv: list[str]) -> int:
@@ -31,9 +40,9 @@ def main(argv: list[str]) -> int:
         captured = run_case(case)
         out = FIXTURES / case.family
         out.mkdir(parents=True, exist_ok=True)
-        (out / f"{case.name}.log").write_text(captured.output, encoding="utf-8")
+        (out / f"{case.name}.log").write_text(portable(captured.output), encoding="utf-8")
         meta = json.dumps(metadata(captured), indent=2, sort_keys=False) + "\n"
-        (out / f"{case.name}.json").write_text(meta, encoding="utf-8")
+        (out / f"{case.name}.json").write_text(portable(meta), encoding="utf-8")
         print(f"{case.id}: exit {captured.exit_code}, {time.monotonic() - started:.1f} s")
     return 0
 
