@@ -133,6 +133,10 @@ def main() -> int:
     )
     ap.add_argument("--eval-limit", type=int, help="held-out steps scored per stage")
     ap.add_argument("--use-vllm", choices=("auto", "on", "off"))
+    ap.add_argument(
+        "--grpo-prompts",
+        help="GRPO on these prompts only: rollout_mix.py --keep-spread's file (same data flags)",
+    )
     args = ap.parse_args()
 
     base = TINY if args.tiny else REAL if args.model else GPU
@@ -141,7 +145,7 @@ def main() -> int:
     keys += ("report_to", "logging_steps", "sft_batch", "max_prompt_tokens")
     keys += ("vllm_gpu_memory_utilization", "test_fraction")
     keys += ("grpo_generations", "grpo_beta", "grpo_temperature", "eval_limit", "use_vllm")
-    keys += ("sft_from",)
+    keys += ("sft_from", "grpo_prompts")
     for key in keys:
         if getattr(args, key) is not None:
             cfg = replace(cfg, **{key: getattr(args, key)})

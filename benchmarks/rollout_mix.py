@@ -150,7 +150,15 @@ def main() -> int:
     ap.add_argument("--generations", type=int, default=8)
     ap.add_argument("--vllm-gpu-memory-utilization", type=float, default=0.3)
     ap.add_argument("--out", default="rollout_mix.json")
+    ap.add_argument(
+        "--keep-spread",
+        metavar="FILE",
+        help="write the train split's prompts whose sampled group has reward spread "
+        "(shop-r1.spread/1, for learning.py --grpo-prompts); --limit 0 takes every prompt",
+    )
     args = ap.parse_args()
+    if args.limit == 0:
+        args.limit = None
 
     rows = {s: rows_for(s, args) for s in args.splits.split(",")}
     results: list[dict[str, Any]] = []
@@ -174,6 +182,12 @@ def main() -> int:
                 res |= summarise(split_rows, groups)
                 res["seconds"] = round(time.perf_counter() - t, 1)
                 res["sample"] = groups[0][0][:300]
+                if args.keep_spread and split == "train" and n > 1:
+                    from shop_r1.spread import select_spread
+
+                    report = select_spread(split_rows, groups)
+                    Path(args.keep_spread).write_text(json.dumps(report.to_json(), indent=1) + "\n")
+                    res["spread_kept"] = len(report.keep)
                 results.append(res)
                 print(json.dumps({k: v for k, v in res.items() if k != "sample"}), flush=True)
                 Path(args.out).write_text(json.dumps(results, indent=1) + "\n")

@@ -62,6 +62,9 @@ class PipelineConfig:
     # settings) instead of training SFT again, so GRPO settings compare from one SFT model.
     sft_from: str | None = None
     eval_sft: bool = True  # False with sft_from: ablations share the first run's SFT score
+    # GRPO trains only on these prompts: a `shop-r1.spread/1` file (shop_r1.spread, written
+    # by benchmarks/rollout_mix.py --keep-spread) naming the prompts whose groups disagree.
+    grpo_prompts: str | None = None
     # more GRPORunConfig values for ablations, e.g. {"binary_reward": True, "dars": 1.0}
     extra: dict[str, Any] = field(default_factory=dict)
 
@@ -240,6 +243,16 @@ def run_pipeline(cfg: PipelineConfig, *, log: Callable[[str], None] = _log) -> d
     gc.collect()
     if torch.cuda.is_available():
         torch.cuda.empty_cache()
+    if cfg.grpo_prompts:
+        from shop_r1.spread import filter_rows
+
+        keep = json.loads(Path(cfg.grpo_prompts).read_text())["keep"]
+        before = len(rl)
+        rl = filter_rows(rl, keep)
+        if not rl:
+            raise ValueError(f"{cfg.grpo_prompts}: none of its prompts is in this run's data")
+        log(f"GRPO prompts: {len(rl)} of {before} (groups with reward spread, {cfg.grpo_prompts})")
+        results["grpo_prompts"] = {"file": cfg.grpo_prompts, "kept": len(rl), "of": before}
     prompt_len = max(len(chat_ids(tokenizer, r["prompt"])) for r in rl[:: max(1, len(rl) // 2000)])
     grpo_cfg = GRPORunConfig(
         output_dir=str(out / "grpo"),
