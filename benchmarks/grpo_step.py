@@ -31,8 +31,10 @@ asked not to detokenize (ids past the tokenizer decode to nothing, as in transfo
 from __future__ import annotations
 
 import argparse
+import atexit
 import json
 import os
+import shutil
 import statistics
 import subprocess
 import sys
@@ -204,6 +206,10 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
         eos_token_id=tokenizer.eos_token_id, pad_token_id=tokenizer.pad_token_id, bos_token_id=None
     )
     out = tempfile.mkdtemp(prefix="grpo_step_")
+    # The trainer saves once at the end whatever save_steps says: at 1.5B that is ~18 GB
+    # (fp32 weights + Adam state) per child, and the second child of a side-by-side run
+    # died in torch.save on the H100's full disk. Nothing here is kept.
+    atexit.register(shutil.rmtree, out, True)
     cfg = GRPORunConfig(
         model=str(Path(out) / "init"),
         data="synthetic",
@@ -222,7 +228,7 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
     )
     prompt_len = longest_row_tokens(rows, tokenizer)
     plan = decide(
-        _snapshot(),
+        _snapshot(cfg),
         cfg,
         shape,
         seq_len=prompt_len,
