@@ -27,7 +27,7 @@ from shop_r1_doctor.memory import (
     flops_per_token,
     vllm_memory_fraction,
 )
-from shop_r1_doctor.runplan import RUNPLAN_SCHEMA, RunPlan
+from shop_r1_doctor.runplan import RUNPLAN_SCHEMA, PlanShape, RunPlan
 from shop_r1_doctor.schema import Reader
 from shop_r1_doctor.trl_rules import (
     TRL_DEFAULTS,
@@ -47,6 +47,7 @@ __all__ = [
     "Facts",
     "Finding",
     "ModelShape",
+    "PlanShape",
     "Reader",
     "RunPlan",
     "SafeLoader",

@@ -6,6 +6,7 @@ the tri-state helpers), an explicit null is "absent", a value is "present".
 
 from __future__ import annotations
 
+import functools
 import posixpath
 import re
 from typing import Any
@@ -13,6 +14,7 @@ from typing import Any
 from packaging.version import InvalidVersion, Version
 
 from shop_r1_doctor.hardware import parse_cc
+from shop_r1_doctor.runplan import RunPlan, known_fields
 
 _WINDOWS_ABS = re.compile(r"^[A-Za-z]:[\\/]|^\\\\")
 
@@ -85,9 +87,16 @@ class Facts:
         value = self.raw.get("torch")
         return value if isinstance(value, dict) else None
 
+    @functools.cached_property
+    def plan(self) -> RunPlan:
+        """The plan section as a RunPlan (every field None when there is none; a field
+        of a hand-built section that does not decode is unknown)."""
+        return known_fields(self.section("plan"))
+
     @property
-    def plan(self) -> dict[str, Any]:
-        return self.section("plan")
+    def has_plan(self) -> bool:
+        """The snapshot carries a plan (a run that is about to happen), even a partial one."""
+        return bool(self.section("plan"))
 
     @property
     def env(self) -> dict[str, Any]:

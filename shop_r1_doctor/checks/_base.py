@@ -1,4 +1,4 @@
-"""Small shared readers for checks: packages by canonical name, torch's build, the plan.
+"""Small shared readers for checks: packages by canonical name, torch's build, GPUs.
 
 All of them follow the snapshot contract: a missing fact gives None ("unknown"), and
 none of them raises on odd input.
@@ -18,7 +18,6 @@ from shop_r1_doctor.catalog import finding as finding  # re-exported: checks bui
 from shop_r1_doctor.facts import Facts, parse_version
 from shop_r1_doctor.hardware import Archs, parse_cc, parse_torch_archs
 from shop_r1_doctor.hardware import cc_text as cc_text  # re-exported for the checks
-from shop_r1_doctor.runplan import FIELDS as RUNPLAN_FIELDS
 
 CC = tuple[int, int]
 GIB = 1024**3
@@ -168,37 +167,6 @@ def torch_arch_list(facts: Facts) -> Archs | None:
     return parse_torch_archs(archs)
 
 
-# --- the plan ---------------------------------------------------------------------------
-
-
-def plan_get(facts: Facts, key: str, kind: type | tuple[type, ...]) -> Any:
-    """A RunPlan field of the snapshot's plan; a name the contract lacks is a bug (a plan
-    field no producer can write), so it raises and the runner reports CHECK_FAILED."""
-    if key not in RUNPLAN_FIELDS:
-        raise KeyError(f"plan field {key!r} is not in the RunPlan contract (runplan.py)")
-    value = facts.plan.get(key)
-    if isinstance(value, bool) and kind is not bool:
-        return None
-    return value if isinstance(value, kind) else None
-
-
-def plan_int(facts: Facts, key: str) -> int | None:
-    return plan_get(facts, key, int)
-
-
-def plan_float(facts: Facts, key: str) -> float | None:
-    value = plan_get(facts, key, (int, float))
-    return float(value) if value is not None else None
-
-
-def plan_str(facts: Facts, key: str) -> str | None:
-    return plan_get(facts, key, str)
-
-
-def plan_bool(facts: Facts, key: str) -> bool | None:
-    return plan_get(facts, key, bool)
-
-
 # NVML's names of vLLM's engine processes (set with setproctitle) and of older releases.
 VLLM_PROCESS_PREFIXES = ("VLLM::", "vllm")
 
@@ -213,11 +181,7 @@ def vllm_engines(gpu: dict[str, Any]) -> list[dict[str, Any]]:
 
 
 def uses_vllm(facts: Facts) -> bool:
-    return plan_bool(facts, "use_vllm") is True
-
-
-def attn_impl(facts: Facts) -> str | None:
-    return plan_str(facts, "attn_implementation")
+    return facts.plan.use_vllm is True
 
 
 def bytes_gib(n: float) -> str:

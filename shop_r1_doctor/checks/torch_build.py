@@ -7,7 +7,6 @@ from collections.abc import Iterator
 
 from shop_r1_doctor.builds import choose_torch_build
 from shop_r1_doctor.checks._base import (
-    attn_impl,
     cc_text,
     finding,
     gpu_cc,
@@ -153,7 +152,8 @@ def torch_cuda_unavailable(facts: Facts) -> Iterator[Finding]:
 def _builds_extensions(facts: Facts) -> bool:
     """Will something compile CUDA code here (a build of flash-attn, deepspeed's JIT ops)?"""
     fa_wanted = (
-        attn_impl(facts) == "flash_attention_2" and pkg_installed(facts, "flash-attn") is False
+        facts.plan.attn_implementation == "flash_attention_2"
+        and pkg_installed(facts, "flash-attn") is False
     )
     return fa_wanted or any(pkg_installed(facts, d) is True for d in ("deepspeed", "apex"))
 
