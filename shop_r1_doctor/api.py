@@ -15,7 +15,7 @@ from typing import Any
 
 from shop_r1_doctor.atomic import atomic_open, atomic_path, write_text
 from shop_r1_doctor.errors import ToolError
-from shop_r1_doctor.facts import Facts, parse_version
+from shop_r1_doctor.facts import NOT_PROBED, Facts, parse_version
 from shop_r1_doctor.findings import Finding, Severity
 from shop_r1_doctor.knowledge import grpo_vllm_speedup
 from shop_r1_doctor.memory import (
@@ -42,6 +42,7 @@ __all__ = [
     "GIB",
     "KNOWN_SHAPES",
     "LOADER_SHM_MIN",
+    "NOT_PROBED",
     "RUNPLAN_SCHEMA",
     "TRL_DEFAULTS",
     "Facts",

@@ -163,20 +163,6 @@ def decode_plan(
     return plan
 
 
-def known_fields(section: Mapping[str, Any]) -> RunPlan:
-    """The fields of a snapshot's plan section that decode; any other is unknown (None),
-    so a check never crashes on odd input. Loaded snapshots and every producer are
-    validated already (`decode_plan`): only a hand-built section has such fields."""
-    good = {}
-    for key, value in section.items():
-        try:
-            msgspec.convert({key: value}, RunPlan)
-        except msgspec.ValidationError:
-            continue
-        good[key] = value
-    return msgspec.convert(good, RunPlan)
-
-
 def _schema_problems(value: Any) -> list[tuple[str, str]]:
     prefix = "shop-r1.runplan/"
     head = value[len(prefix) :].split(".", 1)[0] if isinstance(value, str) else ""

@@ -15,7 +15,7 @@ from packaging.utils import canonicalize_name
 from packaging.version import Version
 
 from shop_r1_doctor.catalog import finding as finding  # re-exported: checks build findings here
-from shop_r1_doctor.facts import Facts, parse_version
+from shop_r1_doctor.facts import NOT_PROBED, Facts, parse_version
 from shop_r1_doctor.hardware import Archs, parse_cc, parse_torch_archs
 from shop_r1_doctor.hardware import cc_text as cc_text  # re-exported for the checks
 
@@ -127,14 +127,14 @@ def pkg_requires(facts: Facts, name: str) -> list[str]:
 
 def torch_version(facts: Facts) -> Version | None:
     t = facts.torch
-    return (parse_version(t.get("version")) if t else None) or pkg_version(facts, "torch")
+    return (parse_version(t.version) if t else None) or pkg_version(facts, "torch")
 
 
 def torch_cuda(facts: Facts) -> Version | None:
     """torch.version.cuda; else read from the wheel's local tag (`+cu128` -> 12.8)."""
     t = facts.torch
-    if t and isinstance(t.get("cuda"), str):
-        return parse_version(t["cuda"])
+    if t and isinstance(t.cuda, str):
+        return parse_version(t.cuda)
     v = torch_version(facts)
     m = re.fullmatch(r"cu(\d+)(\d)", (v.local or "") if v else "")
     return Version(f"{m.group(1)}.{m.group(2)}") if m else None
@@ -147,8 +147,8 @@ def torch_is_cpu_build(facts: Facts) -> bool | None:
         return None
     if v.local and v.local.startswith("cpu"):
         return True
-    if t is not None and "cuda" in t:
-        return t.get("cuda") is None and not (v.local or "").startswith(("rocm", "xpu"))
+    if t and t.cuda is not NOT_PROBED:
+        return t.cuda is None and not (v.local or "").startswith(("rocm", "xpu"))
     return None
 
 
@@ -161,8 +161,8 @@ def torch_variant(facts: Facts) -> str | None:
 def torch_arch_list(facts: Facts) -> Archs | None:
     """What torch.cuda.get_arch_list() says this torch carries; None when unknown."""
     t = facts.torch
-    archs = t.get("arch_list") if t else None
-    if not isinstance(archs, list) or not archs:
+    archs = t.arch_list if t else None
+    if not archs:
         return None
     return parse_torch_archs(archs)
 

@@ -33,8 +33,8 @@ BUILD_GB_PER_JOB = 9  # flash-attn's own MAX_JOBS heuristic: free GB / 9
 
 def _torch_abi(facts: Facts) -> bool | None:
     t = facts.torch
-    if t and isinstance(t.get("cxx11_abi"), bool):
-        return bool(t["cxx11_abi"])
+    if t and isinstance(t.cxx11_abi, bool):
+        return t.cxx11_abi
     tv = torch_version(facts)
     row = load_compat().flash_attn_abi_for(tv) if tv else None
     return row.abi if row else None

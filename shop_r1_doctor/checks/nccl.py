@@ -159,7 +159,7 @@ def cumem_weight_sync(facts: Facts) -> Iterator[Finding]:
     if not uses_vllm(facts) or facts.plan.vllm_mode != "server":
         return
     t = facts.torch
-    nccl = parse_version(t.get("nccl")) if t else None
+    nccl = parse_version(t.nccl) if t else None
     if nccl is None:
         tv = torch_version(facts)
         cuda = torch_cuda(facts)

@@ -68,9 +68,9 @@ def probe_status(facts: Facts) -> Iterator[Finding]:
 
 
 def torch_import(facts: Facts) -> Iterator[Finding]:
-    t = facts.torch or {}
-    err = t.get("error")
-    if not isinstance(err, str) or not err or t.get("version"):
+    t = facts.torch
+    err = t.error if t else None
+    if not isinstance(err, str) or not err or (t and t.version):
         return
     if err.startswith(("crash", "timeout")):
         return  # probe_status reports those with the probe

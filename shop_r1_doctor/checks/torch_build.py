@@ -137,11 +137,11 @@ def gpu_too_old(facts: Facts) -> Iterator[Finding]:
 
 def torch_cuda_unavailable(facts: Facts) -> Iterator[Finding]:
     t = facts.torch
-    if not t or t.get("cuda_available") is not False or not facts.gpus or not t.get("cuda"):
+    if not t or t.cuda_available is not False or not facts.gpus or not t.cuda:
         return
     if facts.env_value("CUDA_VISIBLE_DEVICES") is not None:
         return  # visible_devices / WSL checks explain it
-    err = t.get("error") if isinstance(t.get("error"), str) else ""
+    err = t.error or ""
     yield finding(
         "TORCH_CUDA_UNAVAILABLE",
         f"torch {torch_version(facts)} sees no CUDA device although {gpu_name(facts.gpus[0])} is present",
