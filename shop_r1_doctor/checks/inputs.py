@@ -6,7 +6,7 @@ check that can only fire on hand-written fixtures is a stub). Static on purpose:
 dynamic trace only sees the branches some fixture happens to reach.
 
 What counts as a read, in a check's body and in the `_base` helpers it calls:
-- `.get("key")` / `["key"]` -> a snapshot fact, unless the key is knowledge (YAML) or a
+- `.get("key")` / `["key"]`, or a field of the typed torch section (`t.cuda`) -> a snapshot fact, unless the key is knowledge (YAML) or a
   key the module builds itself;
 - `env_value(facts, "NAME")` / `env_set(...)` -> an environment variable the env probe
   must keep;
@@ -23,6 +23,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 import yaml
+
+from shop_r1_doctor.facts import TorchFacts
 
 CHECKS_DIR = Path(__file__).parent
 PKG = CHECKS_DIR.parent
@@ -43,6 +45,16 @@ FACT_PROPERTIES = {
     "host": "host",
     "plan": "plan",
 }
+
+
+TORCH_FIELDS = frozenset(TorchFacts.__struct_fields__)
+
+
+def _is_torch(node: ast.AST) -> bool:
+    """`facts.torch`, or the local names the checks give it (`t`, `torch`)."""
+    if isinstance(node, ast.Name):
+        return node.id in ("t", "torch")
+    return isinstance(node, ast.Attribute) and node.attr == "torch"
 
 
 @dataclass
@@ -75,6 +87,8 @@ def reads_of(node: ast.AST) -> Reads:
             and sub.attr != "plan"
         ):
             out.facts.add(FACT_PROPERTIES[sub.attr])
+        if isinstance(sub, ast.Attribute) and sub.attr in TORCH_FIELDS and _is_torch(sub.value):
+            out.facts.add(sub.attr)  # a field of the typed torch section
         if (
             isinstance(sub, ast.Attribute)
             and isinstance(sub.value, ast.Attribute)
