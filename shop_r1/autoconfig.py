@@ -8,13 +8,14 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Literal
 
 from shop_r1 import packing
 from shop_r1.config import GRPORunConfig, SFTRunConfig, _RunConfig
 from shop_r1_doctor.api import (
     GIB,
     LOADER_SHM_MIN,
+    NOT_PROBED,
     Facts,
     ModelShape,
     estimate_training_memory,
@@ -65,7 +66,7 @@ class AutoPlan:
     # GRPO
     generation_batch_size: int | None = None
     use_vllm: bool = False
-    vllm_mode: str | None = None
+    vllm_mode: Literal["server", "colocate"] | None = None
     vllm_gpu_memory_utilization: float | None = None
     decisions: list[Decision] = field(default_factory=list)
 
@@ -81,8 +82,8 @@ def _gpu_free_bytes(gpu: dict[str, Any]) -> int:
 
 def _cuda(facts: Facts) -> bool:
     torch = facts.torch
-    if torch is not None and "cuda_available" in torch:
-        return bool(torch["cuda_available"])
+    if torch and torch.cuda_available is not NOT_PROBED:
+        return bool(torch.cuda_available)
     return bool(facts.gpus)
 
 
@@ -97,7 +98,7 @@ def _choose_attention(facts: Facts, cfg: _RunConfig, cuda: bool, plan: AutoPlan)
         plan.attn_implementation = cfg.attn_implementation
         plan.note("attn_implementation", cfg.attn_implementation, "set in the config")
         return
-    torch_version = parse_version((facts.torch or {}).get("version"))
+    torch_version = parse_version(facts.torch.version if facts.torch else None)
     if torch_version is not None and torch_version.release < (2, 1, 1):
         plan.attn_implementation = "eager"
         plan.note("attn_implementation", "eager", f"torch {torch_version} has no usable sdpa")
@@ -136,7 +137,7 @@ def _choose_attention(facts: Facts, cfg: _RunConfig, cuda: bool, plan: AutoPlan)
 
 
 def _choose_dtype(facts: Facts, cfg: _RunConfig, cuda: bool, plan: AutoPlan) -> None:
-    bf16_ok = bool((facts.torch or {}).get("bf16_supported")) or any(
+    bf16_ok = bool(facts.torch and facts.torch.bf16_supported) or any(
         c >= (8, 0) for c in facts.ccs()
     )
     if cfg.dtype != "auto":
@@ -386,7 +387,7 @@ def _choose_packing(facts: Facts, cfg: SFTRunConfig, cuda: bool, plan: AutoPlan)
         plan.padding_free = True
         why = f"{attn}: examples concatenated without padding, never attending across"
     elif cfg.attn_implementation == "auto" and attn == "sdpa" and cuda:
-        torch_version = parse_version((facts.torch or {}).get("version"))
+        torch_version = parse_version(facts.torch.version if facts.torch else None)
         cc = min(facts.ccs(), default=None)
         if torch_version is None:
             plan.padding_free = False
@@ -547,7 +548,7 @@ def _decide_grpo(
     *,
     prompt_len: int,
 ) -> None:
-    n_gpus = int((facts.torch or {}).get("device_count") or len(facts.gpus))
+    n_gpus = int((facts.torch.device_count if facts.torch else None) or len(facts.gpus))
     vllm_ok = facts.import_ok("vllm")
     if vllm_ok and facts.import_ok("vllm._custom_ops") is False:
         vllm_ok = False  # the package imports but its compiled kernels do not load

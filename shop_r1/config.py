@@ -239,7 +239,9 @@ class GRPORunConfig(_RunConfig):
         0.001, "KL coefficient to the reference model (paper: 0.001; 0 = no reference)."
     )
     loss_type: str = _f("dapo", "TRL GRPO loss (grpo, dapo, dr_grpo, bnpo, ...).")
-    scale_rewards: str = _f("group", "TRL reward scaling: group, batch or none.")
+    scale_rewards: Literal["group", "batch", "none"] = _f(
+        "group", "TRL reward scaling: group, batch or none."
+    )
     dars: float = _f(1000.0, "Difficulty-aware reward scaling of the value rewards (paper: 1000).")
     rouge_threshold: float = _f(0.75, "ROUGE-L above which a name/text earns credit (paper: 0.75).")
     binary_reward: bool = _f(False, "Ablation: 1 for an exact action, else 0.")

@@ -39,7 +39,8 @@ def load_model(path_or_id: str, *, device: str = "auto") -> tuple[Any, Any]:
             f"--model {path_or_id}: cannot load it ({first}); give a local checkpoint "
             "directory or a Hub id reachable from here"
         ) from None
-    model.to(torch.device(device))
+    # transformers types `to` through a decorator that takes the model first (stubs gap)
+    model.to(torch.device(device))  # type: ignore[arg-type]
     model.eval()
     return model, tokenizer
 

@@ -44,7 +44,7 @@ def gguf_cache_dir(path: Path, cache_dir: Path | None = None) -> Path:
     return root / "gguf" / f"{path.stem}-{file_digest(path)[:12]}"
 
 
-def resolve_model(model: str, *, cache_dir: Path | None = None, log=None) -> str:  # type: ignore[no-untyped-def]
+def resolve_model(model: str, *, cache_dir: Path | None = None, log=None) -> str:
     """`model` itself, or for a `.gguf` file the converted folder (converting it once)."""
     if not is_gguf(model):
         return model

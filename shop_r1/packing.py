@@ -193,9 +193,7 @@ def _sdpa_fallback(
         attention_mask = causal[None, None] & attention_mask[:, None, None, :].bool()
     for name in ("cu_seq_lens_q", "cu_seq_lens_k", "max_length_q", "max_length_k"):
         kwargs.pop(name, None)
-    return sdpa_attention_forward(  # type: ignore[no-any-return]
-        module, query, key, value, attention_mask, **kwargs
-    )
+    return sdpa_attention_forward(module, query, key, value, attention_mask, **kwargs)
 
 
 def varlen_attention_forward(
@@ -270,8 +268,10 @@ def packed_vs_unpacked(
     ref = ref.to(device)
     ref_losses = []
     for ex in examples:
-        ids = torch.tensor([ex["input_ids"]], device=device)
-        loss = token_losses(ref(input_ids=ids).logits[0], torch.tensor(ex["labels"], device=device))
+        input_ids = torch.tensor([ex["input_ids"]], device=device)
+        loss = token_losses(
+            ref(input_ids=input_ids).logits[0], torch.tensor(ex["labels"], device=device)
+        )
         loss.backward()
         ref_losses.append(loss.detach())
 

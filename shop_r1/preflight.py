@@ -17,7 +17,7 @@ from typing import Any
 
 from shop_r1.autoconfig import AutoPlan, decide
 from shop_r1.config import GRPORunConfig, SFTRunConfig, _RunConfig
-from shop_r1_doctor.api import Finding, ModelShape, RunPlan
+from shop_r1_doctor.api import Finding, ModelShape, PlanShape, RunPlan
 from shop_r1_doctor.errors import ToolError
 
 
@@ -113,7 +113,7 @@ def plan_section(
         model=cfg.model,
         model_params=shape.params,
         # the full shape, so the doctor's memory checks need not guess it from params
-        model_shape=dataclasses.asdict(shape),
+        model_shape=PlanShape(**dataclasses.asdict(shape)),
         # the plan's own peak (memory.estimate_training_memory): the colocate check uses it
         predicted_peak_bytes=plan.predicted_peak_bytes,
         attn_implementation=plan.attn_implementation,

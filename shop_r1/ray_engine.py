@@ -16,6 +16,7 @@ ray is imported inside functions only: `shop-r1 --help` stays fast without it.
 
 from __future__ import annotations
 
+import logging
 import os
 import time
 from collections.abc import Callable
@@ -173,7 +174,7 @@ def _connect(address: str) -> Any:
         ) from None
     _answers(address)
     try:
-        ray.init(address=address, logging_level="ERROR", log_to_driver=True)
+        ray.init(address=address, logging_level=logging.ERROR, log_to_driver=True)
     except (ConnectionError, RuntimeError) as exc:  # "auto" with no cluster, a dead head
         raise ToolError(f"--ray {address}: {_first_line(str(exc))}") from None
     return ray

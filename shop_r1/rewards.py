@@ -160,7 +160,7 @@ def _scorer(cfg: RewardConfig) -> Any:
 
 
 def _score_cached(text: str, gold: Any, cfg: RewardConfig) -> tuple[float, float, float, float]:
-    return _scorer(cfg)(text, _gold_key(gold))  # type: ignore[no-any-return]
+    return _scorer(cfg)(text, _gold_key(gold))
 
 
 def reward_components(text: str, gold: Action, cfg: RewardConfig | None = None) -> dict[str, float]:

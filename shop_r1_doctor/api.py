@@ -15,7 +15,7 @@ from typing import Any
 
 from shop_r1_doctor.atomic import atomic_open, atomic_path, write_text
 from shop_r1_doctor.errors import ToolError
-from shop_r1_doctor.facts import Facts, parse_version
+from shop_r1_doctor.facts import NOT_PROBED, Facts, parse_version
 from shop_r1_doctor.findings import Finding, Severity
 from shop_r1_doctor.knowledge import grpo_vllm_speedup
 from shop_r1_doctor.memory import (
@@ -27,7 +27,7 @@ from shop_r1_doctor.memory import (
     flops_per_token,
     vllm_memory_fraction,
 )
-from shop_r1_doctor.runplan import RUNPLAN_SCHEMA, RunPlan
+from shop_r1_doctor.runplan import RUNPLAN_SCHEMA, PlanShape, RunPlan
 from shop_r1_doctor.schema import Reader
 from shop_r1_doctor.trl_rules import (
     TRL_DEFAULTS,
@@ -42,11 +42,13 @@ __all__ = [
     "GIB",
     "KNOWN_SHAPES",
     "LOADER_SHM_MIN",
+    "NOT_PROBED",
     "RUNPLAN_SCHEMA",
     "TRL_DEFAULTS",
     "Facts",
     "Finding",
     "ModelShape",
+    "PlanShape",
     "Reader",
     "RunPlan",
     "SafeLoader",

@@ -21,7 +21,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from shop_r1_doctor.causes import Diagnosis, rank_causes
-from shop_r1_doctor.facts import Facts
+from shop_r1_doctor.facts import NOT_PROBED, Facts
 from shop_r1_doctor.findings import Finding
 from shop_r1_doctor.fixplan import PLAN_HEADING, FixPlan, render_lines
 from shop_r1_doctor.logscan import (
@@ -263,8 +263,9 @@ def _environment(facts: Facts, data: ReportInput) -> str:
     ]
     torch = facts.torch
     if torch:
-        cuda = f"CUDA {torch.get('cuda')}" if torch.get("cuda") else "CPU build"
-        rows.append(("torch runtime", f"{cuda}, cuda_available={torch.get('cuda_available')}"))
+        cuda = f"CUDA {torch.cuda}" if torch.cuda else "CPU build"
+        available = None if torch.cuda_available is NOT_PROBED else torch.cuda_available
+        rows.append(("torch runtime", f"{cuda}, cuda_available={available}"))
     for name in PACKAGES:
         if facts.installed(name) is None:
             continue

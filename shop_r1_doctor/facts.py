@@ -6,13 +6,42 @@ the tri-state helpers), an explicit null is "absent", a value is "present".
 
 from __future__ import annotations
 
+import functools
 import posixpath
 import re
 from typing import Any
 
+import msgspec
 from packaging.version import InvalidVersion, Version
 
 from shop_r1_doctor.hardware import parse_cc
+from shop_r1_doctor.runplan import RunPlan
+from shop_r1_doctor.schema import decode_known
+
+# "Not probed": the snapshot does not say (an older probe, a pasted dump, a child that
+# died early). None is "looked, and it is absent" (torch.version.cuda of a CPU build).
+# msgspec's UNSET is that value: a missing key decodes to it and is never written back.
+NOT_PROBED = msgspec.UNSET
+NotProbed = msgspec.UnsetType
+
+
+class TorchFacts(msgspec.Struct, frozen=True, kw_only=True):
+    """The torch child's section (probes/torch_probe.py). A field the child did not
+    record, or recorded with an odd value, is NOT_PROBED."""
+
+    version: str | NotProbed | None = NOT_PROBED
+    cuda: str | NotProbed | None = NOT_PROBED  # torch.version.cuda; None: a CPU/ROCm build
+    hip: str | NotProbed | None = NOT_PROBED
+    git_version: str | NotProbed | None = NOT_PROBED
+    cxx11_abi: bool | NotProbed | None = NOT_PROBED
+    arch_list: list[str] | NotProbed | None = NOT_PROBED
+    nccl: str | NotProbed | None = NOT_PROBED
+    error: str | NotProbed | None = NOT_PROBED
+    cuda_available: bool | NotProbed | None = NOT_PROBED
+    device_count: int | NotProbed | None = NOT_PROBED
+    capabilities: list[str] | NotProbed | None = NOT_PROBED
+    bf16_supported: bool | NotProbed | None = NOT_PROBED
+
 
 _WINDOWS_ABS = re.compile(r"^[A-Za-z]:[\\/]|^\\\\")
 
@@ -70,24 +99,31 @@ class Facts:
         """GPUs from torch's own device list (`source: torch`): a container without NVML,
         or an nvidia-smi that failed, still leaves the capabilities torch initialised."""
         t = self.torch
-        caps = t.get("capabilities") if t else None
-        if not isinstance(caps, list):
-            return []
+        caps = t.capabilities if t else None
         return [
             {"index": i, "compute_capability": cc, "source": "torch"}
-            for i, cc in enumerate(caps)
-            if isinstance(cc, str)
+            for i, cc in enumerate(caps or [])
         ]
 
-    @property
-    def torch(self) -> dict[str, Any] | None:
-        """The torch child's facts; None when unknown or not installed."""
-        value = self.raw.get("torch")
-        return value if isinstance(value, dict) else None
+    @functools.cached_property
+    def torch(self) -> TorchFacts | NotProbed | None:
+        """The torch child's facts; None: torch is not installed; NOT_PROBED: the snapshot
+        does not say (both are falsy, for checks that need the facts either way)."""
+        value = self.raw.get("torch", NOT_PROBED)
+        if value is None or value is NOT_PROBED:
+            return value
+        return decode_known(value, TorchFacts) if isinstance(value, dict) else NOT_PROBED
+
+    @functools.cached_property
+    def plan(self) -> RunPlan:
+        """The plan section as a RunPlan (every field None when there is none; a field
+        of a hand-built section that does not decode is unknown)."""
+        return decode_known(self.section("plan"), RunPlan)
 
     @property
-    def plan(self) -> dict[str, Any]:
-        return self.section("plan")
+    def has_plan(self) -> bool:
+        """The snapshot carries a plan (a run that is about to happen), even a partial one."""
+        return bool(self.section("plan"))
 
     @property
     def env(self) -> dict[str, Any]:

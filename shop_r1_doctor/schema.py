@@ -21,6 +21,7 @@ msgspec imports and builds these types in a fraction of pydantic's time
 
 from __future__ import annotations
 
+import difflib
 import re
 from collections.abc import Callable, Iterator, Mapping
 from pathlib import Path
@@ -220,6 +221,46 @@ def decode(
     except FieldError as exc:
         raise reader.fail(exc.field, exc.message) from None
     return out
+
+
+def decode_each(
+    data: Mapping[Any, Any], type_: type[T], unknown: str = "unknown field", known_at: str = ""
+) -> tuple[T | None, list[tuple[str, str]]]:
+    """(the contract, []) or (None, every problem as (key path, message)) of a mapping
+    whose top-level fields are independent (a user's plan). msgspec stops at the first
+    error, so each key is decoded alone; an unknown key gets a did-you-mean (else
+    `known_at`, where the fields are listed)."""
+    names = type_.__struct_fields__  # type: ignore[attr-defined]
+    problems: list[tuple[str, str]] = []
+    for key, value in data.items():
+        if key not in names:
+            close = difflib.get_close_matches(str(key), names, n=1)
+            hint = f"did you mean {close[0]!r}?" if close else known_at
+            problems.append((str(key), f"{unknown}; {hint}" if hint else unknown))
+            continue
+        try:
+            msgspec.convert({key: value}, type_, dec_hook=_dec_hook)
+        except msgspec.ValidationError as exc:
+            problems.append(_explain(exc, {key: value}, type_, ""))
+    if problems:
+        return None, problems
+    try:  # rules across fields
+        return msgspec.convert(dict(data), type_, dec_hook=_dec_hook), []
+    except msgspec.ValidationError as exc:
+        return None, [_explain(exc, data, type_, "")]
+
+
+def decode_known(section: Mapping[Any, Any], type_: type[T]) -> T:
+    """The fields of a recorded section that decode; any other stays at its default
+    (not known). For facts a probe wrote: odd input never makes a check crash."""
+    good = {}
+    for key, value in section.items():
+        try:
+            msgspec.convert({key: value}, type_, dec_hook=_dec_hook)
+        except msgspec.ValidationError:
+            continue
+        good[key] = value
+    return msgspec.convert(good, type_, dec_hook=_dec_hook)
 
 
 def decode_file(

@@ -47,6 +47,10 @@ def validate_snapshot(data: Any, source: str = "<snapshot>") -> dict[str, Any]:
         value = data.get(section)
         if value is not None and not isinstance(value, dict):
             raise ToolError(f"{source}: field '{section}' must be an object or null")
+    if isinstance(data.get("plan"), dict):
+        from shop_r1_doctor.runplan import decode_plan
+
+        decode_plan(data["plan"], source, at="plan")  # every bad field, each named
     gpus = data.get("gpus")
     if gpus is not None and not (isinstance(gpus, list) and all(isinstance(g, dict) for g in gpus)):
         raise ToolError(f"{source}: field 'gpus' must be a list of objects")

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Sized
 from pathlib import Path
 from typing import Any
 
@@ -74,7 +75,7 @@ def convert(
     from shop_r1_doctor.errors import ToolError
 
     rows = read_opera_rows(source, config=config, split=split)
-    total = len(rows) if hasattr(rows, "__len__") else None
+    total = len(rows) if isinstance(rows, Sized) else None
     with progress("reading rows", total=total, unit="rows") as advance:
 
         def counted(it: Any) -> Any:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import os
 from pathlib import Path
+from typing import Any
 
 import typer
 
@@ -72,7 +73,7 @@ def eval_command(
 
     out = Output()
 
-    given = {
+    given: dict[str, Any] = {
         "seed": seed,
         "test_fraction": test_fraction,
         "context": context,

@@ -202,7 +202,7 @@ def run_here(
     if note:
         console.print(note)
     try:  # TRL's own validation of its config, before any model is loaded
-        module.trl_config(cfg, checked)  # type: ignore[arg-type]
+        module.trl_config(cfg, checked)
     except (ValueError, TypeError) as exc:
         raise ToolError(
             f"TRL's {'SFTConfig' if command == 'sft' else 'GRPOConfig'} rejects this config: {exc}"
@@ -236,7 +236,7 @@ def run_here(
         prepared.plan,
         prepared.rows,
         model=model,
-        tokenizer=tokenizer,  # type: ignore[attr-defined]
+        tokenizer=tokenizer,
         shape=prepared.shape,
         resume=resume,
         gpu_name=gpu_name,

@@ -109,7 +109,7 @@ def session_from_json(row: Any) -> Session:
             problems.append(str(exc))
     if problems:
         raise ValueError("; ".join(problems))
-    return Session(session_id=str(sid), steps=steps, meta=dict(meta))
+    return Session(session_id=str(sid), steps=steps, meta=dict(meta) if meta else {})
 
 
 def _step_from_json(raw: Any, where: str) -> Step:

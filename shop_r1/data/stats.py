@@ -37,7 +37,7 @@ def session_stats(
     """
     from shop_r1.data.prompts import approx_tokens
 
-    count = count_tokens or approx_tokens
+    count: Callable[[Any], int] = count_tokens or approx_tokens
     wants_messages = bool(getattr(count, "chat", False))
     if sample and total_steps is None:
         sessions = list(sessions)

@@ -1,4 +1,4 @@
-"""Small shared readers for checks: packages by canonical name, torch's build, the plan.
+"""Small shared readers for checks: packages by canonical name, torch's build, GPUs.
 
 All of them follow the snapshot contract: a missing fact gives None ("unknown"), and
 none of them raises on odd input.
@@ -15,10 +15,9 @@ from packaging.utils import canonicalize_name
 from packaging.version import Version
 
 from shop_r1_doctor.catalog import finding as finding  # re-exported: checks build findings here
-from shop_r1_doctor.facts import Facts, parse_version
+from shop_r1_doctor.facts import NOT_PROBED, Facts, parse_version
 from shop_r1_doctor.hardware import Archs, parse_cc, parse_torch_archs
 from shop_r1_doctor.hardware import cc_text as cc_text  # re-exported for the checks
-from shop_r1_doctor.runplan import FIELDS as RUNPLAN_FIELDS
 
 CC = tuple[int, int]
 GIB = 1024**3
@@ -128,14 +127,14 @@ def pkg_requires(facts: Facts, name: str) -> list[str]:
 
 def torch_version(facts: Facts) -> Version | None:
     t = facts.torch
-    return (parse_version(t.get("version")) if t else None) or pkg_version(facts, "torch")
+    return (parse_version(t.version) if t else None) or pkg_version(facts, "torch")
 
 
 def torch_cuda(facts: Facts) -> Version | None:
     """torch.version.cuda; else read from the wheel's local tag (`+cu128` -> 12.8)."""
     t = facts.torch
-    if t and isinstance(t.get("cuda"), str):
-        return parse_version(t["cuda"])
+    if t and isinstance(t.cuda, str):
+        return parse_version(t.cuda)
     v = torch_version(facts)
     m = re.fullmatch(r"cu(\d+)(\d)", (v.local or "") if v else "")
     return Version(f"{m.group(1)}.{m.group(2)}") if m else None
@@ -148,8 +147,8 @@ def torch_is_cpu_build(facts: Facts) -> bool | None:
         return None
     if v.local and v.local.startswith("cpu"):
         return True
-    if t is not None and "cuda" in t:
-        return t.get("cuda") is None and not (v.local or "").startswith(("rocm", "xpu"))
+    if t and t.cuda is not NOT_PROBED:
+        return t.cuda is None and not (v.local or "").startswith(("rocm", "xpu"))
     return None
 
 
@@ -162,41 +161,10 @@ def torch_variant(facts: Facts) -> str | None:
 def torch_arch_list(facts: Facts) -> Archs | None:
     """What torch.cuda.get_arch_list() says this torch carries; None when unknown."""
     t = facts.torch
-    archs = t.get("arch_list") if t else None
-    if not isinstance(archs, list) or not archs:
+    archs = t.arch_list if t else None
+    if not archs:
         return None
     return parse_torch_archs(archs)
-
-
-# --- the plan ---------------------------------------------------------------------------
-
-
-def plan_get(facts: Facts, key: str, kind: type | tuple[type, ...]) -> Any:
-    """A RunPlan field of the snapshot's plan; a name the contract lacks is a bug (a plan
-    field no producer can write), so it raises and the runner reports CHECK_FAILED."""
-    if key not in RUNPLAN_FIELDS:
-        raise KeyError(f"plan field {key!r} is not in the RunPlan contract (runplan.py)")
-    value = facts.plan.get(key)
-    if isinstance(value, bool) and kind is not bool:
-        return None
-    return value if isinstance(value, kind) else None
-
-
-def plan_int(facts: Facts, key: str) -> int | None:
-    return plan_get(facts, key, int)
-
-
-def plan_float(facts: Facts, key: str) -> float | None:
-    value = plan_get(facts, key, (int, float))
-    return float(value) if value is not None else None
-
-
-def plan_str(facts: Facts, key: str) -> str | None:
-    return plan_get(facts, key, str)
-
-
-def plan_bool(facts: Facts, key: str) -> bool | None:
-    return plan_get(facts, key, bool)
 
 
 # NVML's names of vLLM's engine processes (set with setproctitle) and of older releases.
@@ -213,11 +181,7 @@ def vllm_engines(gpu: dict[str, Any]) -> list[dict[str, Any]]:
 
 
 def uses_vllm(facts: Facts) -> bool:
-    return plan_bool(facts, "use_vllm") is True
-
-
-def attn_impl(facts: Facts) -> str | None:
-    return plan_str(facts, "attn_implementation")
+    return facts.plan.use_vllm is True
 
 
 def bytes_gib(n: float) -> str:

@@ -9,7 +9,6 @@ from packaging.version import Version
 
 from shop_r1_doctor.checks._base import (
     GIB,
-    attn_impl,
     cc_text,
     finding,
     gpu_cc,
@@ -34,8 +33,8 @@ BUILD_GB_PER_JOB = 9  # flash-attn's own MAX_JOBS heuristic: free GB / 9
 
 def _torch_abi(facts: Facts) -> bool | None:
     t = facts.torch
-    if t and isinstance(t.get("cxx11_abi"), bool):
-        return bool(t["cxx11_abi"])
+    if t and isinstance(t.cxx11_abi, bool):
+        return t.cxx11_abi
     tv = torch_version(facts)
     row = load_compat().flash_attn_abi_for(tv) if tv else None
     return row.abi if row else None
@@ -70,7 +69,7 @@ def wheel_url(facts: Facts) -> str | None:
 
 
 def requested(facts: Facts) -> Iterator[Finding]:
-    impl = attn_impl(facts)
+    impl = facts.plan.attn_implementation
     if impl not in FA_IMPLS:
         return
     feature = load_compat().feature(impl)
@@ -171,7 +170,7 @@ def broken_build(facts: Facts) -> Iterator[Finding]:
         return
     raw = str(record["version"])  # as installed: Version() would lower-case the wheel's tag
     tv = torch_version(facts)
-    wanted = attn_impl(facts) == "flash_attention_2"
+    wanted = facts.plan.attn_implementation == "flash_attention_2"
     severity: Severity = "error" if wanted else "warning"
     err = import_failure(facts, ("flash_attn", "flash_attn_2_cuda")) or ""
     tag = WHEEL_TAG.search(raw)
@@ -218,7 +217,9 @@ def blackwell_kernels(facts: Facts) -> Iterator[Finding]:
         yield finding(
             "FA_BLACKWELL_SM120_KERNELS",
             f"flash-attn {fv} has no sm_120 kernels for {gpu_name(gpu)}",
-            severity="error" if attn_impl(facts) == "flash_attention_2" else "warning",
+            severity="error"
+            if facts.plan.attn_implementation == "flash_attention_2"
+            else "warning",
             detail=f"flash_fwd fails with 'no kernel image is available' ({load_compat().flash_attn_archs_source}).",
             fix=f'attn_implementation="sdpa", or {pip_command(facts)} install "flash-attn>={first}" on a cu128+ torch',
         )

@@ -8,12 +8,10 @@ from typing import Any
 from packaging.version import Version
 
 from shop_r1_doctor.checks._base import (
-    attn_impl,
     bytes_gib,
     finding,
     gpu_name,
     packages,
-    plan_bool,
     torch_cuda,
     torch_version,
     visible_gpus,
@@ -125,11 +123,11 @@ def gpu_expected(facts: Facts) -> str | None:
             or (name.startswith("nvidia-") and name not in NOT_CUDA_DISTS)
         ):
             return f"{name} {info.get('version', '')} is installed".replace("  ", " ")
-    if plan_bool(facts, "use_vllm") is True:
+    if facts.plan.use_vllm is True:
         return "the plan uses vLLM"
-    if attn_impl(facts) in GPU_PLAN_ATTN:
-        return f"the plan asks for {attn_impl(facts)}"
-    if plan_bool(facts, "bf16") is True or plan_bool(facts, "fp16") is True:
+    if facts.plan.attn_implementation in GPU_PLAN_ATTN:
+        return f"the plan asks for {facts.plan.attn_implementation}"
+    if facts.plan.bf16 is True or facts.plan.fp16 is True:
         return "the plan trains in bf16/fp16"
     return None
 

@@ -6,11 +6,12 @@ check that can only fire on hand-written fixtures is a stub). Static on purpose:
 dynamic trace only sees the branches some fixture happens to reach.
 
 What counts as a read, in a check's body and in the `_base` helpers it calls:
-- `.get("key")` / `["key"]` -> a snapshot fact, unless the key is knowledge (YAML) or a
+- `.get("key")` / `["key"]`, or a field of the typed torch section (`t.cuda`) -> a snapshot fact, unless the key is knowledge (YAML) or a
   key the module builds itself;
 - `env_value(facts, "NAME")` / `env_set(...)` -> an environment variable the env probe
   must keep;
-- `plan_*(facts, "field")` -> a field of the plan.
+- `facts.plan.field` -> a field of the RunPlan (mypy proves the field exists; the
+  table lists what each check reads).
 """
 
 from __future__ import annotations
@@ -23,9 +24,10 @@ from pathlib import Path
 
 import yaml
 
+from shop_r1_doctor.facts import TorchFacts
+
 CHECKS_DIR = Path(__file__).parent
 PKG = CHECKS_DIR.parent
-PLAN_READERS = {"plan_get", "plan_int", "plan_float", "plan_str", "plan_bool"}
 ENV_READERS = {"env_value", "env_set"}
 # Readers whose argument names a package or an import module: the packages/imports probes
 # record every distribution and every probed module, so they are not facts by key.
@@ -43,6 +45,16 @@ FACT_PROPERTIES = {
     "host": "host",
     "plan": "plan",
 }
+
+
+TORCH_FIELDS = frozenset(TorchFacts.__struct_fields__)
+
+
+def _is_torch(node: ast.AST) -> bool:
+    """`facts.torch`, or the local names the checks give it (`t`, `torch`)."""
+    if isinstance(node, ast.Name):
+        return node.id in ("t", "torch")
+    return isinstance(node, ast.Attribute) and node.attr == "torch"
 
 
 @dataclass
@@ -75,6 +87,16 @@ def reads_of(node: ast.AST) -> Reads:
             and sub.attr != "plan"
         ):
             out.facts.add(FACT_PROPERTIES[sub.attr])
+        if isinstance(sub, ast.Attribute) and sub.attr in TORCH_FIELDS and _is_torch(sub.value):
+            out.facts.add(sub.attr)  # a field of the typed torch section
+        if (
+            isinstance(sub, ast.Attribute)
+            and isinstance(sub.value, ast.Attribute)
+            and isinstance(sub.value.value, ast.Name)
+            and sub.value.value.id == "facts"
+            and sub.value.attr == "plan"
+        ):
+            out.plan.add(sub.attr)
         if isinstance(sub, ast.Call):
             func = sub.func
             name = func.attr if isinstance(func, ast.Attribute) else getattr(func, "id", "")
@@ -82,8 +104,6 @@ def reads_of(node: ast.AST) -> Reads:
             args = [a for a in map(_literal, sub.args) if a]
             if name in ENV_READERS:
                 out.env |= set(args)
-            elif name in PLAN_READERS:
-                out.plan |= set(args)
             elif name == "get" and sub.args and _literal(sub.args[0]):
                 out.facts.add(_literal(sub.args[0]))  # type: ignore[arg-type]
         elif (

@@ -14,8 +14,6 @@ from shop_r1_doctor.checks._base import (
     gpu_names,
     packages,
     pkg_requires,
-    plan_int,
-    plan_str,
     torch_cuda,
     torch_version,
     uses_vllm,
@@ -33,14 +31,12 @@ CUMEM_FIXED = Version("2.22.3")
 
 def world_size(facts: Facts) -> int:
     """Processes the plan runs (1 when unknown), counting vLLM tensor parallel ranks."""
-    return max(
-        plan_int(facts, "num_processes") or 1, plan_int(facts, "vllm_tensor_parallel_size") or 1
-    )
+    return max(facts.plan.num_processes or 1, facts.plan.vllm_tensor_parallel_size or 1)
 
 
 def multi_gpu(facts: Facts) -> bool:
     """Several GPUs in play: the plan says so, or (no plan) several are visible."""
-    if facts.plan:
+    if facts.has_plan:
         return world_size(facts) > 1
     return len(visible_gpus(facts)) > 1
 
@@ -129,7 +125,7 @@ def consumer_p2p(facts: Facts) -> Iterator[Finding]:
         disabled = False
     if len(gpus) < 2 or disabled is not False:
         return
-    if facts.plan and world_size(facts) < 2:
+    if facts.has_plan and world_size(facts) < 2:
         return
     yield finding(
         "NCCL_P2P_HANG_CONSUMER_GPUS",
@@ -160,10 +156,10 @@ def infiniband(facts: Facts) -> Iterator[Finding]:
 
 
 def cumem_weight_sync(facts: Facts) -> Iterator[Finding]:
-    if not uses_vllm(facts) or plan_str(facts, "vllm_mode") != "server":
+    if not uses_vllm(facts) or facts.plan.vllm_mode != "server":
         return
     t = facts.torch
-    nccl = parse_version(t.get("nccl")) if t else None
+    nccl = parse_version(t.nccl) if t else None
     if nccl is None:
         tv = torch_version(facts)
         cuda = torch_cuda(facts)
@@ -181,7 +177,7 @@ def cumem_weight_sync(facts: Facts) -> Iterator[Finding]:
 
 
 def wsl_multi_gpu(facts: Facts) -> Iterator[Finding]:
-    if not facts.wsl or not facts.plan or world_size(facts) < 2:
+    if not facts.wsl or not facts.has_plan or world_size(facts) < 2:
         return
     yield finding(
         "WSL_MULTI_GPU_NCCL",

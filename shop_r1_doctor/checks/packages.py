@@ -25,7 +25,6 @@ from shop_r1_doctor.checks._base import (
     packages,
     pkg_installed,
     pkg_version,
-    plan_bool,
     torch_version,
 )
 from shop_r1_doctor.facts import Facts, parse_version
@@ -193,7 +192,7 @@ def numpy2(facts: Facts) -> Iterator[Finding]:
 
 def megatron_fusion(facts: Facts) -> Iterator[Finding]:
     megatron = pkg_version(facts, "megatron-core")
-    if megatron is None or plan_bool(facts, "gradient_accumulation_fusion") is False:
+    if megatron is None or facts.plan.gradient_accumulation_fusion is False:
         return
     apex = pkg_installed(facts, "apex")
     fused = facts.import_ok("fused_weight_gradient_mlp_cuda")
@@ -204,7 +203,7 @@ def megatron_fusion(facts: Facts) -> Iterator[Finding]:
         "MEGATRON_GRAD_ACCUM_FUSION_NO_APEX",
         f"megatron-core {megatron}: gradient_accumulation_fusion needs apex's fused_weight_gradient_mlp_cuda, "
         + ("apex is not installed" if apex is False else "which does not import"),
-        severity="error" if plan_bool(facts, "gradient_accumulation_fusion") else "warning",
+        severity="error" if facts.plan.gradient_accumulation_fusion else "warning",
         detail="Megatron enables the fusion by default and stops at start-up without it.",
     )
 

@@ -20,11 +20,6 @@ from shop_r1_doctor.checks._base import (
     gpu_names,
     pkg_installed,
     pkg_version,
-    plan_bool,
-    plan_float,
-    plan_get,
-    plan_int,
-    plan_str,
     uses_vllm,
     visible_gpus,
     vllm_engines,
@@ -47,7 +42,7 @@ BIND_ALL = ("0.0.0.0", "::", "[::]")
 
 
 def bf16_pre_ampere(facts: Facts) -> Iterator[Finding]:
-    if plan_bool(facts, "bf16") is not True:
+    if facts.plan.bf16 is not True:
         return
     # a GPU without a known capability is not reported
     old = [(g, cc) for g in facts.gpus if (cc := gpu_cc(g)) is not None and cc < (8, 0)]
@@ -63,7 +58,7 @@ def bf16_pre_ampere(facts: Facts) -> Iterator[Finding]:
 
 def liger_requested(facts: Facts) -> Iterator[Finding]:
     """`use_liger_kernel` makes transformers import liger_kernel at Trainer start."""
-    if plan_bool(facts, "use_liger_kernel") is not True:
+    if facts.plan.use_liger_kernel is not True:
         return
     installed = pkg_installed(facts, "liger-kernel")
     ok = facts.import_ok("liger_kernel.transformers")
@@ -90,9 +85,9 @@ def liger_requested(facts: Facts) -> Iterator[Finding]:
 def self_certainty_group_scaled(facts: Facts) -> Iterator[Finding]:
     """A small reward term under per-group std scaling becomes a unit-size advantage in
     every group whose task rewards tie: GRPO then trains that term (here: confidence)."""
-    weight = plan_float(facts, "self_certainty_weight")
-    scaling = plan_str(facts, "scale_rewards") or "group"  # TRL's default
-    if plan_str(facts, "task") != "grpo" or not weight or scaling != "group":
+    weight = facts.plan.self_certainty_weight
+    scaling = facts.plan.scale_rewards or "group"  # TRL's default
+    if facts.plan.task != "grpo" or not weight or scaling != "group":
         return
     yield finding(
         "GRPO_SELF_CERTAINTY_GROUP_SCALED",
@@ -110,15 +105,15 @@ def self_certainty_group_scaled(facts: Facts) -> Iterator[Finding]:
 
 def _grpo_batch(facts: Facts) -> GrpoBatch | None:
     """The generation batch of a GRPO plan, by TRL's rules (trl_rules.py)."""
-    if plan_str(facts, "task") != "grpo":
+    if facts.plan.task != "grpo":
         return None
     return grpo_batch(
-        num_processes=plan_int(facts, "num_processes"),
-        per_device=plan_int(facts, "per_device_train_batch_size"),
-        gradient_accumulation_steps=plan_int(facts, "gradient_accumulation_steps"),
-        steps_per_generation=plan_int(facts, "steps_per_generation"),
-        generation_batch_size=plan_int(facts, "generation_batch_size"),
-        num_generations=plan_int(facts, "num_generations"),
+        num_processes=facts.plan.num_processes,
+        per_device=facts.plan.per_device_train_batch_size,
+        gradient_accumulation_steps=facts.plan.gradient_accumulation_steps,
+        steps_per_generation=facts.plan.steps_per_generation,
+        generation_batch_size=facts.plan.generation_batch_size,
+        num_generations=facts.plan.num_generations,
     )
 
 
@@ -130,11 +125,7 @@ def grpo_batch_divisible(facts: Facts) -> Iterator[Finding]:
     valid = valid_num_generations(size)
     fixes = [f"num_generations: one of {', '.join(map(str, valid))}"] if valid else []
     if gens >= 2 and not batch.explicit:
-        steps = (
-            plan_int(facts, "steps_per_generation")
-            or plan_int(facts, "gradient_accumulation_steps")
-            or 1
-        )
+        steps = facts.plan.steps_per_generation or facts.plan.gradient_accumulation_steps or 1
         multiple = steps_multiple_for(gens, size // max(steps, 1))
         fixes.append(
             f"or keep num_generations={gens} with steps_per_generation a multiple of {multiple}"
@@ -152,7 +143,7 @@ def grpo_batch_divisible(facts: Facts) -> Iterator[Finding]:
 
 
 def tiny_dataset(facts: Facts) -> Iterator[Finding]:
-    rows = plan_int(facts, "dataset_rows")
+    rows = facts.plan.dataset_rows
     if rows is None:
         return
     batch = _grpo_batch(facts)
@@ -162,7 +153,7 @@ def tiny_dataset(facts: Facts) -> Iterator[Finding]:
         size, gens, prompts = batch.size, batch.num_generations, batch.prompts
         if rows >= prompts:
             return
-        procs = plan_int(facts, "num_processes") or TRL_DEFAULTS["num_processes"]
+        procs = facts.plan.num_processes or TRL_DEFAULTS["num_processes"]
         yield finding(
             "TRAINER_ZERO_STEPS_TINY_DATASET",
             f"{rows} dataset rows < {prompts} prompts per GRPO generation batch ({size} completions / {gens})",
@@ -179,15 +170,11 @@ def tiny_dataset(facts: Facts) -> Iterator[Finding]:
             ),
         )
         return
-    procs = plan_int(facts, "num_processes") or TRL_DEFAULTS["num_processes"]
+    procs = facts.plan.num_processes or TRL_DEFAULTS["num_processes"]
     per_device = (
-        plan_int(facts, "per_device_train_batch_size")
-        or TRL_DEFAULTS["per_device_train_batch_size"]
+        facts.plan.per_device_train_batch_size or TRL_DEFAULTS["per_device_train_batch_size"]
     )
-    accum = (
-        plan_int(facts, "gradient_accumulation_steps")
-        or TRL_DEFAULTS["gradient_accumulation_steps"]
-    )
+    accum = facts.plan.gradient_accumulation_steps or TRL_DEFAULTS["gradient_accumulation_steps"]
     effective = sft_effective_batch(procs, per_device, accum)
     if rows < effective:
         yield finding(
@@ -200,9 +187,9 @@ def tiny_dataset(facts: Facts) -> Iterator[Finding]:
 
 
 def rows_truncated(facts: Facts) -> Iterator[Finding]:
-    limit = plan_int(facts, "max_length")
-    longest = plan_int(facts, "longest_sample_tokens")
-    if plan_str(facts, "task") != "sft" or not limit or not longest or longest <= limit:
+    limit = facts.plan.max_length
+    longest = facts.plan.longest_sample_tokens
+    if facts.plan.task != "sft" or not limit or not longest or longest <= limit:
         return
     yield finding(
         "TRAINER_ROWS_TRUNCATED",
@@ -218,10 +205,10 @@ SAME_GPU_DETAIL = (
 
 
 def server_same_gpu(facts: Facts) -> Iterator[Finding]:
-    if not uses_vllm(facts) or plan_str(facts, "vllm_mode") != "server" or "gpus" not in facts.raw:
+    if not uses_vllm(facts) or facts.plan.vllm_mode != "server" or "gpus" not in facts.raw:
         return
     gpus = visible_gpus(facts)
-    procs = plan_int(facts, "num_processes") or 1
+    procs = facts.plan.num_processes or 1
     # A GPU the trainer does not use is left for the server: a spare visible one, or one
     # that CUDA_VISIBLE_DEVICES hides from the trainer (how a launch script splits them:
     # the trainer sees only GPU 1 while `trl vllm-serve` runs on GPU 0).
@@ -255,10 +242,10 @@ def server_same_gpu(facts: Facts) -> Iterator[Finding]:
 
 
 def server_unreachable(facts: Facts) -> Iterator[Finding]:
-    if not uses_vllm(facts) or plan_str(facts, "vllm_mode") != "server":
+    if not uses_vllm(facts) or facts.plan.vllm_mode != "server":
         return
-    host = plan_str(facts, "vllm_server_host")
-    url = plan_str(facts, "vllm_server_base_url") or ""
+    host = facts.plan.vllm_server_host
+    url = facts.plan.vllm_server_base_url or ""
     bind = host in BIND_ALL or any(f"//{b}" in url for b in BIND_ALL)
     if bind:
         yield finding(
@@ -297,9 +284,9 @@ def server_unreachable(facts: Facts) -> Iterator[Finding]:
 
 def server_ports_clash(facts: Facts) -> Iterator[Finding]:
     """The weight-sync group port is a second listener next to the server's HTTP port."""
-    if not uses_vllm(facts) or plan_str(facts, "vllm_mode") != "server":
+    if not uses_vllm(facts) or facts.plan.vllm_mode != "server":
         return
-    http, group = plan_int(facts, "vllm_server_port"), plan_int(facts, "vllm_group_port")
+    http, group = facts.plan.vllm_server_port, facts.plan.vllm_group_port
     if http is None or http != group:
         return
     yield finding(
@@ -314,7 +301,7 @@ def server_ports_clash(facts: Facts) -> Iterator[Finding]:
 def dataset_path(facts: Facts) -> Iterator[Finding]:
     # the RunPlan's one dataset field (TRL's own names map onto it when a plan is written)
     key = "dataset"
-    path = plan_get(facts, "dataset", str)
+    path = facts.plan.dataset
     if path and HF_DATASET_ROOT.match(path):
         yield finding(
             "DATASET_PATH_NOT_FILES",
@@ -326,7 +313,7 @@ def dataset_path(facts: Facts) -> Iterator[Finding]:
 
 
 def env_references(facts: Facts) -> Iterator[Finding]:
-    refs = plan_get(facts, "env_refs", list) or []
+    refs = facts.plan.env_refs or []
     for name in refs:
         # unknown when the env section was not collected, or a pasted dump omits the name
         if not isinstance(name, str) or env_set(facts, name) is None:
@@ -343,28 +330,28 @@ def env_references(facts: Facts) -> Iterator[Finding]:
 
 
 def disk_at_checkpoint(facts: Facts) -> Iterator[Finding]:
-    params = plan_int(facts, "model_params")
+    params = facts.plan.model_params
     free = _free_at_output(facts)
     if not params or free is None:
         return
     from shop_r1_doctor.memory import checkpoint_bytes
 
-    only_model = plan_bool(facts, "save_only_model") is True
+    only_model = facts.plan.save_only_model is True
     # weights (and AdamW's moments) in the training dtype: fp32 unless the plan says pure
     # bf16/fp16 (master_fp32: false); transformers loads fp32 weights under bf16 autocast
-    pure_half = plan_bool(facts, "master_fp32") is False and (
-        plan_bool(facts, "bf16") is True or plan_bool(facts, "fp16") is True
+    pure_half = facts.plan.master_fp32 is False and (
+        facts.plan.bf16 is True or facts.plan.fp16 is True
     )
     per_ckpt, final = checkpoint_bytes(
         params, weight_bytes=2 if pure_half else 4, optimizer=not only_model
     )
-    keep = plan_int(facts, "save_total_limit") or 1
+    keep = facts.plan.save_total_limit or 1
     need = per_ckpt * keep + final  # kept checkpoints + the final model
     if need <= free:
         return
     yield finding(
         "DISK_FULL_AT_CHECKPOINT",
-        f"checkpoints need ~{bytes_gib(need)}; {bytes_gib(free)} free at {plan_str(facts, 'output_dir') or 'the output dir'}",
+        f"checkpoints need ~{bytes_gib(need)}; {bytes_gib(free)} free at {facts.plan.output_dir or 'the output dir'}",
         detail=f"{keep} checkpoint(s) of ~{bytes_gib(per_ckpt)} (weights"
         + ("" if only_model else " + optimizer state")
         + ") plus the final model: 'No space left on device' hours into the run.",
@@ -377,7 +364,7 @@ def _free_at_output(facts: Facts) -> int | None:
     if not isinstance(table, dict):
         return None
     free = {p: f for p, f in table.items() if isinstance(p, str) and isinstance(f, int)}
-    out = facts.probed_path(plan_str(facts, "output_dir") or "")
+    out = facts.probed_path(facts.plan.output_dir or "")
     if out in free:
         return free[out]
     if out:

@@ -15,11 +15,6 @@ from shop_r1_doctor.checks._base import (
     finding,
     gpu_free_bytes,
     gpu_name,
-    plan_bool,
-    plan_float,
-    plan_get,
-    plan_int,
-    plan_str,
     uses_vllm,
     visible_gpus,
 )
@@ -33,24 +28,20 @@ DEFAULT_SEQ = 1024
 
 def _setup(facts: Facts) -> tuple[Any, dict[str, Any], int] | None:
     """(model shape, training settings, smallest visible GPU memory) or None if unknown."""
-    params = plan_int(facts, "model_params")
+    params = facts.plan.model_params
     gpus = _sized(facts)
-    if not params or not gpus or plan_bool(facts, "use_peft") is True:
+    if not params or not gpus or facts.plan.use_peft is True:
         return None
     shape = _shape(facts, params)
-    shards = plan_int(facts, "num_processes") or 1 if plan_bool(facts, "fsdp") else 1
+    shards = facts.plan.num_processes or 1 if facts.plan.fsdp else 1
     settings = {
         "seq_len": seq_len(facts),
-        "micro_batch": plan_int(facts, "per_device_train_batch_size") or 1,
-        "dtype": "fp16"
-        if plan_bool(facts, "fp16")
-        else "bf16"
-        if plan_bool(facts, "bf16") is not False
-        else "fp32",
-        "master_fp32": plan_bool(facts, "master_fp32") is True,
-        "grad_checkpointing": plan_bool(facts, "gradient_checkpointing") is True,
-        "chunked_loss": plan_bool(facts, "chunked_loss") is True,
-        "fused_kernels": plan_bool(facts, "use_liger_kernel") is True,
+        "micro_batch": facts.plan.per_device_train_batch_size or 1,
+        "dtype": "fp16" if facts.plan.fp16 else "bf16" if facts.plan.bf16 is not False else "fp32",
+        "master_fp32": facts.plan.master_fp32 is True,
+        "grad_checkpointing": facts.plan.gradient_checkpointing is True,
+        "chunked_loss": facts.plan.chunked_loss is True,
+        "fused_kernels": facts.plan.use_liger_kernel is True,
         "shards": shards,
     }
     return shape, settings, min(g["memory_total_bytes"] for g in gpus)
@@ -59,8 +50,8 @@ def _setup(facts: Facts) -> tuple[Any, dict[str, Any], int] | None:
 def seq_len(facts: Facts) -> int:
     """Tokens per sample: max_length, or the longest sample when it is shorter (the
     trainer's plan says both; a batch is padded to its longest row, not to max_length)."""
-    limit = plan_int(facts, "max_length")
-    longest = plan_int(facts, "longest_sample_tokens")
+    limit = facts.plan.max_length
+    longest = facts.plan.longest_sample_tokens
     if limit and longest:
         return min(limit, longest)
     return limit or longest or DEFAULT_SEQ
@@ -71,13 +62,22 @@ def _shape(facts: Facts, params: int) -> Any:
     Qwen2.5 shape nearest to `params` with its parameter count."""
     from shop_r1_doctor import memory
 
-    given = plan_get(facts, "model_shape", dict)
-    if given:
-        known = {f.name for f in dataclasses.fields(memory.ModelShape)}
-        try:
-            return memory.ModelShape(**{k: v for k, v in given.items() if k in known})
-        except TypeError:
-            pass  # an incomplete shape: fall back to the nearest known one
+    given = facts.plan.model_shape
+    if given is not None and given.tied_embeddings is not None:
+        # a shape without tied_embeddings falls back to the nearest known one, as before
+        # the plan was typed (the seven documented numbers alone never sized memory)
+        extras = {k: v for k in ("head_dim", "name") if (v := getattr(given, k)) is not None}
+        return memory.ModelShape(
+            params=given.params,
+            layers=given.layers,
+            hidden=given.hidden,
+            heads=given.heads,
+            kv_heads=given.kv_heads,
+            intermediate=given.intermediate,
+            vocab=given.vocab,
+            tied_embeddings=given.tied_embeddings,
+            **extras,
+        )
     return dataclasses.replace(memory.shape_for_params(params), params=params)
 
 
@@ -103,20 +103,20 @@ def model_fits(facts: Facts) -> Iterator[Finding]:
     from shop_r1_doctor import memory
 
     shape, settings, total = setup
-    colocate = uses_vllm(facts) and plan_str(facts, "vllm_mode") == "colocate"
+    colocate = uses_vllm(facts) and facts.plan.vllm_mode == "colocate"
     # memory already in use (other jobs, unseen from a container) is not there for training;
     # the GPU with the least free memory is the budget, and the one the title names
     fullest = min(_sized(facts), key=_free)
     free = _free(fullest)
     budget = (
-        free - total * (plan_float(facts, "vllm_gpu_memory_utilization") or TRL_COLOCATE_UTIL)
+        free - total * (facts.plan.vllm_gpu_memory_utilization or TRL_COLOCATE_UTIL)
         if colocate
         else free
     )
     best = memory.estimate_training_memory(
         shape, **{**settings, "micro_batch": 1, "grad_checkpointing": True, "chunked_loss": True}
     )
-    name = plan_str(facts, "model") or f"a {shape.params / 1e9:.1f}B model"
+    name = facts.plan.model or f"a {shape.params / 1e9:.1f}B model"
     where = gpu_name(fullest) + (" (after vLLM's share)" if colocate else "")
     if best.total > budget:
         yield finding(
@@ -146,7 +146,7 @@ def model_fits(facts: Facts) -> Iterator[Finding]:
 
 
 def colocate_budget(facts: Facts) -> Iterator[Finding]:
-    if not uses_vllm(facts) or plan_str(facts, "vllm_mode") != "colocate":
+    if not uses_vllm(facts) or facts.plan.vllm_mode != "colocate":
         return
     setup = _setup(facts)
     if setup is None:
@@ -154,11 +154,11 @@ def colocate_budget(facts: Facts) -> Iterator[Finding]:
     from shop_r1_doctor import memory
 
     shape, settings, total = setup
-    util = plan_float(facts, "vllm_gpu_memory_utilization") or TRL_COLOCATE_UTIL
+    util = facts.plan.vllm_gpu_memory_utilization or TRL_COLOCATE_UTIL
     # One memory model: the trainer's plan already predicted its peak with
     # memory.estimate_training_memory (the exact loss tokens and attention it will use);
     # re-estimating here from fewer settings gave a second, different figure.
-    train = plan_int(facts, "predicted_peak_bytes") or (
+    train = facts.plan.predicted_peak_bytes or (
         memory.estimate_training_memory(shape, **settings).total
     )
     if util * total + train <= total:
@@ -181,7 +181,7 @@ def colocate_budget(facts: Facts) -> Iterator[Finding]:
 def kv_cache(facts: Facts) -> Iterator[Finding]:
     if not uses_vllm(facts):
         return
-    params = plan_int(facts, "model_params")
+    params = facts.plan.model_params
     gpus = visible_gpus(facts)
     if not params or not gpus or not isinstance(gpus[0].get("memory_total_bytes"), int):
         return
@@ -189,11 +189,11 @@ def kv_cache(facts: Facts) -> Iterator[Finding]:
 
     gpu = gpus[0]
     total = int(gpu["memory_total_bytes"])
-    server = plan_str(facts, "vllm_mode") == "server"
-    util = plan_float(facts, "vllm_gpu_memory_utilization") or (
+    server = facts.plan.vllm_mode == "server"
+    util = facts.plan.vllm_gpu_memory_utilization or (
         VLLM_SERVE_UTIL if server else TRL_COLOCATE_UTIL
     )
-    tp = plan_int(facts, "vllm_tensor_parallel_size") or 1
+    tp = facts.plan.vllm_tensor_parallel_size or 1
     shape = _shape(facts, params)
     seq = seq_len(facts)
     # weights and KV cache split across tensor-parallel ranks
@@ -217,7 +217,7 @@ def kv_cache(facts: Facts) -> Iterator[Finding]:
     wanted = min(0.95, (need / total) + 0.05)
     yield finding(
         "VLLM_KV_CACHE_NO_MEMORY",
-        f"vLLM cannot fit {plan_str(facts, 'model') or 'the model'} on {gpu_name(gpu)}: {why}",
+        f"vLLM cannot fit {facts.plan.model or 'the model'} on {gpu_name(gpu)}: {why}",
         detail="'No available memory for the cache blocks. Try increasing gpu_memory_utilization'.",
         fix=(
             f"vllm_gpu_memory_utilization: {wanted:.2f}"

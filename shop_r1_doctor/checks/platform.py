@@ -13,8 +13,6 @@ from shop_r1_doctor.checks._base import (
     finding,
     pkg_installed,
     pkg_version,
-    plan_bool,
-    plan_int,
 )
 from shop_r1_doctor.facts import Facts
 from shop_r1_doctor.findings import Finding
@@ -71,7 +69,7 @@ def wsl_libcuda(facts: Facts) -> Iterator[Finding]:
 
 
 def wsl_pinned_memory(facts: Facts) -> Iterator[Finding]:
-    if not facts.wsl or not facts.plan or plan_bool(facts, "dataloader_pin_memory") is False:
+    if not facts.wsl or not facts.has_plan or facts.plan.dataloader_pin_memory is False:
         return
     yield finding(
         "WSL_PINNED_MEMORY_LIMIT",
@@ -82,7 +80,7 @@ def wsl_pinned_memory(facts: Facts) -> Iterator[Finding]:
 
 
 def wsl_ram(facts: Facts) -> Iterator[Finding]:
-    ram, params = facts.host.get("ram_bytes"), plan_int(facts, "model_params")
+    ram, params = facts.host.get("ram_bytes"), facts.plan.model_params
     if not facts.wsl or not isinstance(ram, int) or not params:
         return
     need = params * 2 * 2  # bf16 weights, twice: loading materialises a copy
@@ -138,7 +136,7 @@ def interpreter(facts: Facts) -> Iterator[Finding]:
 
 
 def windows_compile(facts: Facts) -> Iterator[Finding]:
-    if facts.os != "windows" or plan_bool(facts, "torch_compile") is not True:
+    if facts.os != "windows" or facts.plan.torch_compile is not True:
         return
     if pkg_installed(facts, "triton") is not False:
         return

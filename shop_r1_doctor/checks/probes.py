@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 
-from shop_r1_doctor.checks._base import attn_impl, finding, torch_version, uses_vllm
+from shop_r1_doctor.checks._base import finding, torch_version, uses_vllm
 from shop_r1_doctor.facts import Facts
 from shop_r1_doctor.findings import Finding, Severity
 from shop_r1_doctor.target_python import pip_command
@@ -19,7 +19,7 @@ def _needed(facts: Facts, probe: str) -> bool:
         return True
     module = probe.removeprefix("imports.")
     if module.startswith("flash_attn"):
-        impl = attn_impl(facts)
+        impl = facts.plan.attn_implementation
         return impl is not None and impl.startswith("flash_attention")
     if module.startswith("vllm"):
         return uses_vllm(facts)
@@ -68,9 +68,9 @@ def probe_status(facts: Facts) -> Iterator[Finding]:
 
 
 def torch_import(facts: Facts) -> Iterator[Finding]:
-    t = facts.torch or {}
-    err = t.get("error")
-    if not isinstance(err, str) or not err or t.get("version"):
+    t = facts.torch
+    err = t.error if t else None
+    if not isinstance(err, str) or not err or (t and t.version):
         return
     if err.startswith(("crash", "timeout")):
         return  # probe_status reports those with the probe

@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Iterator
 from typing import Any, Literal
 
-from shop_r1_doctor.checks._base import GIB, bytes_gib, finding, plan_bool
+from shop_r1_doctor.checks._base import GIB, bytes_gib, finding
 from shop_r1_doctor.facts import Facts
 from shop_r1_doctor.findings import Finding
 from shop_r1_doctor.target_python import pip_command
@@ -32,7 +32,7 @@ def ray_windows(facts: Facts) -> Iterator[Finding]:
     yield finding(
         "RAY_WINDOWS_AGENT_CRASH",
         f"Ray {ray.get('version', '')} on native Windows: the raylet can exit at start (SIGSEGV)",
-        severity="error" if plan_bool(facts, "use_ray") else "warning",
+        severity="error" if facts.plan.use_ray else "warning",
         detail="'The raylet exited immediately because one Ray agent failed, agent_name = dashboard_agent'.",
     )
 
@@ -73,7 +73,7 @@ def ray_tmp(facts: Facts) -> Iterator[Finding]:
 
 
 def _needs_ray(facts: Facts) -> bool:
-    return plan_bool(facts, "use_ray") is True
+    return facts.plan.use_ray is True
 
 
 def _raised(facts: Facts) -> Literal["error"] | None:

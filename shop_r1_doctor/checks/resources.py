@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 
-from shop_r1_doctor.checks._base import GIB, bytes_gib, finding, plan_int
+from shop_r1_doctor.checks._base import GIB, bytes_gib, finding
 from shop_r1_doctor.facts import Facts
 from shop_r1_doctor.findings import Finding
 from shop_r1_doctor.memory import LOADER_SHM_MIN
@@ -33,7 +33,7 @@ def disk_low(facts: Facts) -> Iterator[Finding]:
 
 def loader_shm(facts: Facts) -> Iterator[Finding]:
     shm = facts.host.get("shm_bytes")
-    workers = plan_int(facts, "dataloader_num_workers")
+    workers = facts.plan.dataloader_num_workers
     if not isinstance(shm, int) or shm >= SHM_SMALL or not workers:
         return
     yield finding(

@@ -7,7 +7,6 @@ from collections.abc import Iterator
 
 from shop_r1_doctor.builds import choose_torch_build
 from shop_r1_doctor.checks._base import (
-    attn_impl,
     cc_text,
     finding,
     gpu_cc,
@@ -138,11 +137,11 @@ def gpu_too_old(facts: Facts) -> Iterator[Finding]:
 
 def torch_cuda_unavailable(facts: Facts) -> Iterator[Finding]:
     t = facts.torch
-    if not t or t.get("cuda_available") is not False or not facts.gpus or not t.get("cuda"):
+    if not t or t.cuda_available is not False or not facts.gpus or not t.cuda:
         return
     if facts.env_value("CUDA_VISIBLE_DEVICES") is not None:
         return  # visible_devices / WSL checks explain it
-    err = t.get("error") if isinstance(t.get("error"), str) else ""
+    err = t.error or ""
     yield finding(
         "TORCH_CUDA_UNAVAILABLE",
         f"torch {torch_version(facts)} sees no CUDA device although {gpu_name(facts.gpus[0])} is present",
@@ -153,7 +152,8 @@ def torch_cuda_unavailable(facts: Facts) -> Iterator[Finding]:
 def _builds_extensions(facts: Facts) -> bool:
     """Will something compile CUDA code here (a build of flash-attn, deepspeed's JIT ops)?"""
     fa_wanted = (
-        attn_impl(facts) == "flash_attention_2" and pkg_installed(facts, "flash-attn") is False
+        facts.plan.attn_implementation == "flash_attention_2"
+        and pkg_installed(facts, "flash-attn") is False
     )
     return fa_wanted or any(pkg_installed(facts, d) is True for d in ("deepspeed", "apex"))
 

@@ -17,9 +17,6 @@ from shop_r1_doctor.checks._base import (
     pkg_installed,
     pkg_requires,
     pkg_version,
-    plan_bool,
-    plan_int,
-    plan_str,
     torch_version,
     uses_vllm,
 )
@@ -137,9 +134,9 @@ def expandable_segments(facts: Facts) -> Iterator[Finding]:
     cuda_conf = facts.env_value("PYTORCH_CUDA_ALLOC_CONF")
     alloc_conf = facts.env_value("PYTORCH_ALLOC_CONF")
     pooled = (
-        plan_bool(facts, "vllm_enable_sleep_mode") is True
-        or plan_str(facts, "vllm_mode") == "colocate"
-        or (plan_int(facts, "vllm_tensor_parallel_size") or 1) > 1
+        facts.plan.vllm_enable_sleep_mode is True
+        or facts.plan.vllm_mode == "colocate"
+        or (facts.plan.vllm_tensor_parallel_size or 1) > 1
     )
     severity = _needed_if(pooled)
     name = f"vLLM {vv}" if vv else "vLLM"
@@ -206,7 +203,7 @@ def turing_backend(facts: Facts) -> Iterator[Finding]:
 
 
 def forked_cuda(facts: Facts) -> Iterator[Finding]:
-    tp = plan_int(facts, "vllm_tensor_parallel_size") or 1
+    tp = facts.plan.vllm_tensor_parallel_size or 1
     if tp <= 1 or facts.env_value("VLLM_WORKER_MULTIPROC_METHOD") == "spawn":
         return
     yield finding(

@@ -111,7 +111,7 @@ def _doctor_plan(
     train = req.task in ("sft", "grpo")
     known = req.vllm_available is not None or req.task == "vllm-server"
     return RunPlan(
-        task=req.task if train else None,
+        task=req.task if req.task == "sft" or req.task == "grpo" else None,
         model=req.model,
         dataset=req.data,
         output_dir=default_output_dir(req),

@@ -14,7 +14,7 @@ from packaging.version import Version
 
 from shop_r1_doctor.builds import choose_torch_build
 from shop_r1_doctor.catalog import finding
-from shop_r1_doctor.facts import Facts, parse_version
+from shop_r1_doctor.facts import NOT_PROBED, Facts, parse_version
 from shop_r1_doctor.findings import Finding, Severity
 from shop_r1_doctor.hardware import parse_arch_list, parse_cc
 from shop_r1_doctor.knowledge import grpo_vllm_speedup
@@ -189,11 +189,11 @@ def _torch_variant(facts: Facts, version: Version) -> str:
     """`2.11.0+cu130` -> cu130; a PyPI build without a local tag -> from torch.version.cuda."""
     if version.local:
         return str(version.local)
-    torch = facts.torch or {}
-    cuda = torch.get("cuda")
+    torch = facts.torch
+    cuda = torch.cuda if torch else NOT_PROBED
     if isinstance(cuda, str) and cuda:
         return "cu" + cuda.replace(".", "")
-    if "cuda" in torch and cuda is None:
+    if cuda is None:  # torch said: no CUDA
         return "cpu"
     return ""
 

@@ -1,14 +1,14 @@
-"""Every fact a check reads is written by a probe (or by the run plan).
+"""Every fact a check reads is written by a probe.
 
 A check whose input no probe records can only fire on hand-written fixtures: it is a
 stub. This audit reads the checks' source for the literal keys they look up and fails
 on any key that no live source writes:
 - `env_value(facts, "NAME")` / `env_set(...)`: the env probe must keep NAME;
-- `plan_*(facts, "field")`: a field of the plan contract;
 - any other `.get("key")` / `["key"]`: the key appears quoted in a probe's source (the
   probes' child scripts included), or it is a knowledge field (YAML) or a key the
   checks build themselves.
 The audit is static on purpose: a dynamic one only sees the branches a fixture reaches.
+Plan fields are attributes of the typed RunPlan (`facts.plan.x`): mypy proves they exist.
 """
 
 from __future__ import annotations
@@ -19,14 +19,13 @@ import pytest
 from repo_paths import ROOT
 
 from shop_r1_doctor.checks import inputs
-from shop_r1_doctor.plan import PLAN_FIELDS
 from shop_r1_doctor.probes.env import relevant
 
 DOCS = ROOT / "docs" / "check-inputs.md"
 
 
 def orphans(
-    kinds: tuple[str, ...] = ("fact", "env", "plan"), modules: list[Path] | None = None
+    kinds: tuple[str, ...] = ("fact", "env"), modules: list[Path] | None = None
 ) -> dict[str, list[str]]:
     found: dict[str, list[str]] = {}
     for path in modules or inputs.check_modules():
@@ -40,37 +39,26 @@ def orphans(
                 found.setdefault(where, []).extend(
                     f"env {n} (not kept by probes/env.py)" for n in sorted(r.env) if not relevant(n)
                 )
-            if "plan" in kinds:
-                found.setdefault(where, []).extend(
-                    f"plan field {f!r} (not in PLAN_FIELDS)"
-                    for f in sorted(r.plan - set(PLAN_FIELDS))
-                )
     return {k: v for k, v in found.items() if v}
 
 
 def test_every_fact_a_check_reads_is_written_by_a_probe() -> None:
-    assert orphans(("fact", "env")) == {}
-
-
-def test_every_plan_field_a_check_reads_is_accepted_by_the_plan() -> None:
-    assert orphans(("plan",)) == {}
+    assert orphans() == {}
 
 
 def test_the_audit_sees_an_orphaned_read(tmp_path: Path) -> None:
-    # Plant: a check that reads a host fact no probe writes, an env var the env probe drops
-    # and a plan field `--plan` rejects. Each must be reported.
+    # Plant: a check that reads a host fact no probe writes and an env var the env probe
+    # drops. Each must be reported.
     planted = tmp_path / "planted.py"
     planted.write_text(
         "def c(facts):\n"
         "    facts.host.get('gpu_direct_rdma_enabled')\n"
         "    env_value(facts, 'SOME_UNKEPT_VAR')\n"
-        "    plan_int(facts, 'no_such_plan_field')\n"
     )
     assert orphans(modules=[planted]) == {
         "planted.c": [
             "fact 'gpu_direct_rdma_enabled'",
             "env SOME_UNKEPT_VAR (not kept by probes/env.py)",
-            "plan field 'no_such_plan_field' (not in PLAN_FIELDS)",
         ]
     }
 

@@ -1,4 +1,4 @@
-"""`--plan FILE`: YAML or JSON, unknown or mistyped fields fail naming file, line, field."""
+"""`--plan FILE`: YAML or JSON; every unknown or mistyped field is named (file, line, field)."""
 
 from __future__ import annotations
 
@@ -7,9 +7,11 @@ import re
 import pytest
 from repo_paths import ROOT
 
+from shop_r1_doctor.checks import inputs
 from shop_r1_doctor.errors import ToolError
-from shop_r1_doctor.plan import PLAN_FIELDS, load_plan
-from shop_r1_doctor.runplan import RUNPLAN_SCHEMA, RunPlan
+from shop_r1_doctor.plan import load_plan
+from shop_r1_doctor.runplan import FIELDS, RUNPLAN_SCHEMA, PlanShape, RunPlan, decode_plan
+from shop_r1_doctor.schema import FieldError
 
 
 def _write(tmp_path, name, text):
@@ -37,18 +39,29 @@ def test_json_plan_under_plan_key(tmp_path):
     [
         (
             "task: grpo\nnum_generations: eight\n",
-            "p.yaml:2: num_generations: expected integer, got 'eight'",
+            "p.yaml:2: num_generations: expected an integer, got 'eight'",
         ),
         ("bf16: 1\n", "p.yaml:1: bf16: expected true/false, got 1"),
-        ("num_generations: true\n", "p.yaml:1: num_generations: expected integer, got True"),
-        ("vllm_mode: remote\n", "p.yaml:1: vllm_mode: 'remote' is not one of server, colocate"),
+        ("num_generations: true\n", "p.yaml:1: num_generations: expected an integer, got True"),
+        (
+            "vllm_mode: remote\n",
+            "p.yaml:1: vllm_mode: expected one of server, colocate, got 'remote'",
+        ),
         ("vllm_gpu_memory_utilization: 1.5\n", "vllm_gpu_memory_utilization: 1.5 is not in (0, 1]"),
         ("modle: x\n", "p.yaml:1: modle: unknown plan field; did you mean 'model'?"),
+        ("zzzz: x\n", "p.yaml:1: zzzz: unknown plan field; known fields are in docs/doctor.md"),
+        ("env_refs: [HOME, 7]\n", "p.yaml:1: env_refs: expected a list of env var names"),
         ("- a\n- b\n", "a plan must be a mapping"),
         ("task: [grpo\n", "not valid YAML"),
         ("schema: shop-r1.runplan/2\n", "p.yaml:1: schema: 'shop-r1.runplan/2' is not supported"),
         ("schema: shop-r1.snapshot/1\n", "p.yaml:1: schema: 'shop-r1.snapshot/1' is not a shop-r1"),
-        ("model_shape: {params: 5}\n", "p.yaml:1: model_shape.layers: missing or not a positive"),
+        ("model_shape: {params: 5}\n", "p.yaml:1: model_shape.layers: missing"),
+        (
+            "model_shape: {params: 5, layers: 0, hidden: 1, heads: 1, kv_heads: 1,"
+            " intermediate: 1, vocab: 1}\n",
+            "p.yaml:1: model_shape.layers: expected a positive integer, got 0",
+        ),
+        ("plan:\n  task: grpo\n  bf16: 1\n", "p.yaml:3: bf16: expected true/false, got 1"),
     ],
 )
 def test_bad_plans_name_file_line_and_field(tmp_path, text, message):
@@ -58,69 +71,77 @@ def test_bad_plans_name_file_line_and_field(tmp_path, text, message):
     assert "\n" not in str(err.value)
 
 
-def test_contract_plan_fields_are_all_accepted():
-    contract = [
-        "task",
-        "model",
-        "model_params",
-        "attn_implementation",
-        "bf16",
-        "max_length",
-        "use_vllm",
-        "vllm_mode",
-        "num_processes",
-        "per_device_train_batch_size",
-        "gradient_accumulation_steps",
-        "num_generations",
-        "dataset_rows",
-        "output_dir",
-        "vllm_server_host",
-        "vllm_gpu_memory_utilization",
-    ]
-    assert set(contract) <= set(PLAN_FIELDS)
+def test_a_plan_file_reports_every_error_at_once(tmp_path):
+    text = "schema: shop-r1.runplan/2\ntask: grpo\nbf16: 1\nmodle: x\nvllm_mode: remote\n"
+    with pytest.raises(ToolError) as err:
+        load_plan(_write(tmp_path, "p.yaml", text))
+    where = re.findall(rf"{re.escape(str(tmp_path / 'p.yaml'))}:(\d+): (\w+): ", str(err.value))
+    assert where == [("1", "schema"), ("3", "bf16"), ("4", "modle"), ("5", "vllm_mode")]
 
 
-# --- the RunPlan contract: what checks read == what a plan can say ---------------------
+def test_a_loaded_snapshot_names_the_plan_field(tmp_path):
+    from shop_r1_doctor.snapshot import load_snapshot
 
-CHECKS_DIR = ROOT / "shop_r1_doctor" / "checks"
-READ = re.compile(r'plan_(?:get|int|str|bool|float)\(\s*facts,\s*"([a-z0-9_]+)"')
+    path = _write(
+        tmp_path,
+        "s.json",
+        '{"schema": "shop-r1.snapshot/1", "gpus": [], "plan": {"bf16": "yes", "num_gpus": 2}}',
+    )
+    with pytest.raises(ToolError) as err:
+        load_snapshot(path)
+    assert str(err.value) == (
+        f"{path}: plan.bf16: expected true/false, got 'yes'; "
+        f"{path}: plan.num_gpus: unknown plan field; known fields are in docs/doctor.md"
+    )
+
+
+# --- the RunPlan contract: every field is read by some check ---------------------------
 
 
 def _fields_read_by_checks() -> set[str]:
-    return {m for p in CHECKS_DIR.glob("*.py") for m in READ.findall(p.read_text())}
-
-
-def test_every_plan_field_a_check_reads_is_accepted_by_plan_files():
-    assert _fields_read_by_checks() - set(PLAN_FIELDS) == set()
+    return {
+        f
+        for path in inputs.check_modules()
+        for reads in inputs.check_reads(path).values()
+        for f in reads.plan
+    }
 
 
 def test_every_plan_field_is_read_by_a_check():
     """A field that no check reads is a promise nothing keeps: drop it or check it."""
-    assert set(PLAN_FIELDS) - _fields_read_by_checks() == set()
+    assert set(FIELDS) - _fields_read_by_checks() == set()
 
 
-def test_a_check_reading_an_undeclared_field_fails_loudly():
-    from shop_r1_doctor.checks._base import plan_get
-    from shop_r1_doctor.facts import Facts
-
-    with pytest.raises(KeyError, match="not in the RunPlan contract"):
-        plan_get(Facts({"plan": {"dataset_path": "x"}}), "dataset_path", str)
-
-
-def test_producers_validate_like_plan_files():
-    with pytest.raises(ToolError, match="RunPlan: vllm_mode: 'remote' is not one of"):
-        RunPlan(vllm_mode="remote")
+def test_producers_get_the_value_rules_and_write_known_fields_only():
+    with pytest.raises(FieldError, match=r"1\.5 is not in \(0, 1\]"):
+        RunPlan(vllm_gpu_memory_utilization=1.5)
+    with pytest.raises(FieldError, match="expected a positive integer, got 0"):
+        PlanShape(params=0, layers=1, hidden=1, heads=1, kv_heads=1, intermediate=1, vocab=1)
     with pytest.raises(TypeError):
         RunPlan(dataset_path="x")  # type: ignore[call-arg]
     plan = RunPlan(task="sft", bf16=True, model_shape=None)
     assert plan.to_dict() == {"task": "sft", "bf16": True}
     assert plan.to_file() == {"schema": RUNPLAN_SCHEMA, "task": "sft", "bf16": True}
-    assert RunPlan.from_dict(plan.to_file()) == plan
+    assert decode_plan(plan.to_file()) == plan
+
+
+def test_a_plan_round_trips_byte_for_byte(tmp_path):
+    """The snapshot's plan section is written back as it was read: field order, a file's
+    integer weight, the trainer's full shape."""
+    import json
+
+    text = (
+        '{"task": "grpo", "model_shape": {"params": 5, "layers": 1, "hidden": 8, "heads": 1,'
+        ' "kv_heads": 1, "intermediate": 8, "vocab": 9, "tied_embeddings": false,'
+        ' "head_dim": 0, "name": ""}, "self_certainty_weight": 1,'
+        ' "vllm_gpu_memory_utilization": 0.5, "env_refs": ["HOME"]}'
+    )
+    assert json.dumps(load_plan(_write(tmp_path, "p.json", text))) == text
 
 
 def test_docs_list_every_plan_field():
     doc = (ROOT / "docs" / "doctor.md").read_text()
-    assert [f for f in PLAN_FIELDS if f"| `{f}` |" not in doc] == []
+    assert [f for f in FIELDS if f"| `{f}` |" not in doc] == []
 
 
 def test_disk_check_finds_a_relative_output_dir_the_probe_resolved():

@@ -262,7 +262,7 @@ CASES = [
         "bf16: true",
         "model_shape: {params: 5}",
         "model_shape.layers",
-        "missing or not a positive integer",
+        "missing",
         None,
     ),
     (
@@ -282,7 +282,7 @@ CASES = [
         "vllm_mode: server",
         "vllm_mode: remote",
         "vllm_mode",
-        "'remote' is not one of server, colocate",
+        "expected one of server, colocate, got 'remote'",
         None,
     ),
 ]

@@ -237,7 +237,6 @@ ENV_ROWS = [
     ),
     ("env not collected", ["WANDB_PROJECT"], ABSENT, []),
     ("a pasted dump that does not list it", ["WANDB_PROJECT"], "dump", []),
-    ("a name that is not text, then an unset one", [7, "DATA_DIR"], {}, [("DATA_DIR", "unset")]),
     (
         "a pasted dump that lists it empty",
         ["WANDB_PROJECT"],

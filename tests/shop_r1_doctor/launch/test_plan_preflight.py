@@ -41,8 +41,9 @@ from shop_r1_doctor.launch import LaunchRequest, plan_launch, render_launch
 from shop_r1_doctor.launch.plan import layout_from_facts
 from shop_r1_doctor.launch.script import sibling_names, train_args
 from shop_r1_doctor.memory import KNOWN_SHAPES
+from shop_r1_doctor.plan import load_plan
 from shop_r1_doctor.profiles.model import get_profile
-from shop_r1_doctor.runplan import RUNPLAN_SCHEMA, RunPlan
+from shop_r1_doctor.runplan import RUNPLAN_SCHEMA
 
 # recorded on the lent machines (h100, h200x2) or built for the trainer's tests
 MACHINES = ["h100", "h200x2", "cpu", "h100-fa-vllm", "h200x2-fa-vllm"]
@@ -100,7 +101,7 @@ def _doctor_errors(tmp_path, snapshot):
     """What `doctor --plan run.plan.json` finds (the file read back through the contract)."""
     data = json.loads((tmp_path / "run.plan.json").read_text())
     assert data["schema"] == RUNPLAN_SCHEMA
-    plan = RunPlan.from_dict(data, "run.plan.json").to_dict()
+    plan = load_plan(tmp_path / "run.plan.json")
     return sorted({f.code for f in run_checks({**snapshot, "plan": plan}) if f.severity == "error"})
 
 
