@@ -15,6 +15,7 @@ from shop_r1_doctor.api import finding_json, render_finding
 from shop_r1_doctor.diagnose import Diagnosis
 from shop_r1_doctor.findings import Finding
 from shop_r1_doctor.render import findings as rf
+from shop_r1_doctor.render.json import render_json
 from shop_r1_doctor.render.terminal import render_terminal
 
 FLASH = Finding(
@@ -99,22 +100,33 @@ def test_colour_only_on_a_terminal_without_no_color(monkeypatch, tty, no_color, 
     assert text.count("\x1b[") == (2 if colored else 0)  # the mark only, never the text
 
 
+LEAKY = Finding(
+    "HF_GATED_REPO_NO_TOKEN",
+    "error",
+    "the Hub refused hf_AbCdEfGhIjKlMnOpQrStUvWxYz0123456789 from /home/alice/.cache",
+    detail="WANDB_API_KEY=0123456789abcdef0123456789abcdef01234567 in /home/alice/.env",
+    fix="huggingface-cli login --token hf_AbCdEfGhIjKlMnOpQrStUvWxYz0123456789",
+    urls=("https://user:hunter2secret@example.org/x",),
+)
+
+
+def _assert_clean(shown: str) -> None:
+    assert "/home/alice" not in shown and "~/.cache" in shown and "~/.env" in shown
+    for secret in ("hf_AbCdEf", "0123456789abcdef", "hunter2secret"):
+        assert secret not in shown, (secret, shown)
+
+
 def test_home_and_secrets_never_shown(monkeypatch):
     monkeypatch.setenv("HOME", "/home/alice")
-    leaky = Finding(
-        "HF_GATED_REPO_NO_TOKEN",
-        "error",
-        "the Hub refused hf_AbCdEfGhIjKlMnOpQrStUvWxYz0123456789 from /home/alice/.cache",
-        detail="WANDB_API_KEY=0123456789abcdef0123456789abcdef01234567 in /home/alice/.env",
-        fix="huggingface-cli login --token hf_AbCdEfGhIjKlMnOpQrStUvWxYz0123456789",
-        urls=("https://user:hunter2secret@example.org/x",),
-    )
-    text = render_finding(leaky)
-    doc = json.dumps(finding_json(leaky))
-    for shown in (text, doc):
-        assert "/home/alice" not in shown and "~/.cache" in shown and "~/.env" in shown
-        for secret in ("hf_AbCdEf", "0123456789abcdef", "hunter2secret"):
-            assert secret not in shown, (secret, shown)
+    _assert_clean(render_finding(LEAKY))
+    _assert_clean(json.dumps(finding_json(LEAKY)))
+
+
+def test_doctor_json_carries_the_one_serializer(monkeypatch):
+    monkeypatch.setenv("HOME", "/home/alice")
+    doc = json.loads(render_json(Diagnosis({"probes": {}}, findings=[LEAKY, HINT])))
+    assert doc["findings"] == [finding_json(LEAKY), finding_json(HINT)]
+    _assert_clean(json.dumps(doc["findings"]))
 
 
 def test_json_serializer_is_the_findings_contract():
