@@ -118,9 +118,9 @@ def worker_loop(config: dict[str, Any]) -> None:
     the torch.distributed job Ray Train set up."""
     import ray
     import ray.train
-    from rich.console import Console
 
     from shop_r1.commands.train import run_here
+    from shop_r1_doctor.cli.output import Output
 
     job: RayJob = config["job"]
     board = config["board"]
@@ -145,7 +145,7 @@ def worker_loop(config: dict[str, Any]) -> None:
         job.command,
         job.cfg,
         job.source,
-        Console(),
+        Output(),  # the preflight's findings print as on the driver
         resume=job.resume,
         ignore=list(job.ignore),
         snapshot=job.snapshot,

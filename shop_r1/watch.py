@@ -28,7 +28,7 @@ from typing import Any
 from transformers import TrainerCallback
 
 from shop_r1.actions import ACTION_TYPES
-from shop_r1_doctor.api import Finding, finding
+from shop_r1_doctor.api import Finding, finding, render_finding
 
 
 @dataclass(frozen=True)
@@ -121,13 +121,9 @@ class RolloutWatch(TrainerCallback):
         self._reported.add(code)
         found = finding(code, title, detail=detail, fix=fix)
         self.findings.append(found)
-        if self.echo:
-            print(
-                f"shop-r1: {found.severity} {found.code}: {found.title}\n"
-                f"    {found.detail}\n    fix: {found.fix}",
-                file=sys.stderr,
-                flush=True,
-            )
+        if self.echo:  # between TRL's log lines, the block the doctor and preflight print
+            sys.stderr.write(render_finding(found, stream=sys.stderr))
+            sys.stderr.flush()
 
 
 def collapsed_onto(

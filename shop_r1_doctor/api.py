@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 from pathlib import Path
-from typing import Any
+from typing import IO, Any
 
 from shop_r1_doctor.atomic import atomic_open, atomic_path, write_text
 from shop_r1_doctor.errors import ToolError
@@ -60,6 +60,7 @@ __all__ = [
     "collect_snapshot",
     "estimate_training_memory",
     "finding",
+    "finding_json",
     "flops_per_token",
     "grpo_batch",
     "grpo_generation_unit",
@@ -69,6 +70,7 @@ __all__ = [
     "peak_flops",
     "read_yaml",
     "redact_text",
+    "render_finding",
     "round_up_to",
     "run_checks",
     "sft_effective_batch",
@@ -122,6 +124,26 @@ def finding(
     from shop_r1_doctor.catalog import finding as build
 
     return build(code, title, detail=detail, fix=fix, severity=severity, urls=urls)
+
+
+def render_finding(
+    f: Finding, *, stream: IO[Any] | None = None, verbose: bool = False, note: str = ""
+) -> str:
+    """A finding's block as every command prints it (`MARK title [CODE] (note)`, then
+    detail, fix, source), redacted. With `stream`: its encoding's marks, and colour when
+    it is a terminal and NO_COLOR is unset; without: UTF-8, no colour."""
+    from shop_r1_doctor.render import findings as rf
+
+    encoding = rf.stream_encoding(stream) if stream is not None else "utf-8"
+    color = rf.wants_color(stream) if stream is not None else False
+    return rf.render_finding(f, encoding=encoding, verbose=verbose, color=color, note=note)
+
+
+def finding_json(f: Finding) -> dict[str, Any]:
+    """A finding as every `--json` document carries it, redacted."""
+    from shop_r1_doctor.render.findings import finding_json as to_json
+
+    return to_json(f)
 
 
 def peak_flops(gpu_name: str | None, dtype: str = "bf16") -> float | None:

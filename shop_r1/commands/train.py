@@ -167,15 +167,11 @@ def run_here(
 
     prepared = prepare(cfg, snapshot=snapshot)
     console.print(render_table(prepared.plan, title=f"shop-r1 train {command}: auto-configuration"))
-    for f in prepared.findings:
-        if f.severity != "info":
-            mark = "[red]✗[/red]" if f.severity == "error" else "[yellow]![/yellow]"
-            ignored = " (ignored)" if f.code in ignore else ""
-            console.print(
-                f"{mark} {f.code}{ignored}: {f.title}" + (f"\n    fix: {f.fix}" if f.fix else "")
-            )
+    # the doctor's finding blocks; infos (a guess, a note) stay in `doctor` and --json
+    console.findings([f for f in prepared.findings if f.severity != "info"], ignored=ignore)
     errors = prepared.errors(ignore)
     if as_json:
+        from shop_r1_doctor.api import finding_json
         from shop_r1_doctor.cli.output import Output
 
         Output(True).emit(
@@ -184,10 +180,7 @@ def run_here(
                 "command": command,
                 "config": dataclasses.asdict(cfg),
                 "plan": dataclasses.asdict(prepared.plan),
-                "findings": [
-                    {"code": f.code, "severity": f.severity, "title": f.title, "fix": f.fix}
-                    for f in prepared.findings
-                ],
+                "findings": [finding_json(f) for f in prepared.findings],
                 "errors": [f.code for f in errors],
                 "training_rows": len(prepared.rows),
                 "held_out_rows": len(prepared.test_rows),

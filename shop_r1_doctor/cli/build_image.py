@@ -58,8 +58,10 @@ def build_image(
 ) -> None:
     """Render a Dockerfile, its build context and docker-run.sh for a profile (and build it)."""
     from shop_r1_doctor import dockerfile
+    from shop_r1_doctor.cli.output import Output
     from shop_r1_doctor.profiles.lookup import resolve_profile
 
+    out = Output()
     if format_ not in FORMATS:
         raise ToolError(f"--format {format_}: choose {' or '.join(FORMATS)}")
     if format_ == "apptainer":
@@ -76,25 +78,25 @@ def build_image(
     found = resolve_profile(profile)
     prof = found.profile
     if found.how:
-        typer.echo(f"profile {prof.name} ({found.how})")
+        out.line(f"profile {prof.name} ({found.how})")
     for line in uncovered_gpus(prof, _machine_gpus(snapshot)):
-        typer.echo(f"warning: {line}", err=True)
+        out.line(f"warning: {line}", err=True)
     if format_ == "apptainer":
         _apptainer(prof, with_, base_image, output)
         return
     rendered = dockerfile.render(prof, with_, tag, base_image)
     target = output.resolve()
     for path in dockerfile.write(rendered, target):
-        typer.echo(f"wrote {path}")
-    typer.echo(f"wrote {dockerfile.write_context(target)}/ (the build context)")
+        out.line(f"wrote {path}")
+    out.line(f"wrote {dockerfile.write_context(target)}/ (the build context)")
     args = _build_args(build_arg)
     flags = "".join(f" --build-arg {shlex.quote(k + '=' + v)}" for k, v in args.items())
     flags += f" --network {shlex.quote(network)}" if network else ""
     command = dockerfile.build_command(target, rendered.tag).replace(
         "docker build", "docker build" + flags, 1
     )
-    typer.echo(f"build: {command}")
-    typer.echo(f"run:   {target / 'docker-run.sh'} shop-r1 doctor")
+    out.line(f"build: {command}")
+    out.line(f"run:   {target / 'docker-run.sh'} shop-r1 doctor")
     if build or push:
         base = base_image or prof.base_image
         _build(target, rendered.tag, base, command, push, network, args)
@@ -218,7 +220,7 @@ def _build(
                 progress.show(chunk)
     except APIError as exc:
         raise ToolError(progress.failure(exc.explanation or str(exc))) from None
-    typer.echo(f"built {tag}" + (" and pushed it" if push else ""))
+    progress.out.line(f"built {tag}" + (" and pushed it" if push else ""))
 
 
 _STEP = re.compile(r"^Step (\d+/\d+) : (.*)$")
@@ -228,8 +230,11 @@ class _Progress:
     """Echo the engine's lines; turn an error into one line naming the step or base image."""
 
     def __init__(self, base: str) -> None:
+        from shop_r1_doctor.cli.output import Output
+
         self.base = base
         self.step = ""
+        self.out = Output()
 
     def show(self, chunk: dict[str, Any]) -> None:
         if "error" in chunk:
@@ -240,7 +245,7 @@ class _Progress:
             if m:
                 self.step = f"step {m.group(1)} ({_short(m.group(2))})"
         if text.strip():
-            typer.echo(text)
+            self.out.line(text)
 
     def failure(self, error: str) -> str:
         error = " ".join(error.split())

@@ -148,15 +148,16 @@ def launch(
         written.append(str(path))
     output.chmod(0o755)
     payload = {"files": written, "decisions": list(plan.decisions), "run": f"bash {output}"}
+    out = Output(as_json)
 
     def human(_: Any) -> None:
         for path_text in written:
-            typer.echo(f"wrote {path_text}")
+            out.line(f"wrote {path_text}")
         for decision in plan.decisions:
-            typer.echo(f"  - {decision}")
-        typer.echo(f"run: bash {output}")
+            out.line(f"  - {decision}")
+        out.line(f"run: bash {output}")
 
-    Output(as_json).emit("shop-r1.launch/1", payload, human)
+    out.emit("shop-r1.launch/1", payload, human)
 
 
 def generating_environment() -> str:

@@ -17,14 +17,14 @@ import typer
 
 from shop_r1_doctor import __version__
 from shop_r1_doctor.cli import build_image, doctor, launch, profiles, report, run, setup
-from shop_r1_doctor.cli.output import ShopR1Group
+from shop_r1_doctor.cli.output import Output, ShopR1Group
 
 DOCTOR_GROUPS = (doctor, profiles, build_image, launch, report, run, setup)
 
 
 def _version(value: bool) -> None:
     if value:
-        typer.echo(f"shop-r1 {__version__}")
+        Output().line(f"shop-r1 {__version__}")
         raise typer.Exit()
 
 

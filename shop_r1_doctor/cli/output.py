@@ -19,7 +19,7 @@ import errno
 import json
 import os
 import sys
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from contextlib import contextmanager
 from typing import Any
 
@@ -254,6 +254,20 @@ class Output:
         """Rich text or tables (markup such as `[red]`), on the same streams as `line`;
         `options` are rich's (`markup=False` for text that is not markup)."""
         self.console(stderr=err).print(*renderables, **options)
+
+    def findings(
+        self, findings: Iterable[Any], *, err: bool = False, ignored: Iterable[str] = ()
+    ) -> None:
+        """Findings as the doctor prints them (render/findings.py): one block each, marks
+        in the stream's encoding, colour on a terminal only; `ignored` codes say so."""
+        from shop_r1_doctor.api import render_finding
+
+        to_err = err or self.as_json
+        stream = sys.stderr if to_err else sys.stdout
+        skip = set(ignored)
+        for f in findings:
+            note = "ignored" if f.code in skip else ""
+            typer.echo(render_finding(f, stream=stream, note=note), err=to_err, nl=False)
 
     def write(self, text: str) -> None:
         """Text rendered elsewhere (a report, a document) to stdout, as it is."""

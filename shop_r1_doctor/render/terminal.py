@@ -2,12 +2,13 @@
 
     [✓] System: Ubuntu 24.04.3 LTS x86_64, docker, Python 3.12.3
     [✗] PyTorch 2.6.0+cu124: CUDA 12.4, 1 GPU visible
-        ✗ torch 2.6.0+cu124 has no kernels for sm_120 (NVIDIA GeForce RTX 5090)
+        ✗ torch 2.6.0+cu124 has no kernels for sm_120 (NVIDIA GeForce RTX 5090) [TORCH_NO_BLACKWELL_ARCH]
           fix: pip install torch --index-url https://download.pytorch.org/whl/cu128
 
 Marks: ✓ fine, ! warnings, ✗ errors, ☠ a probe of that subject crashed or timed out,
 - not probed. `verbose` adds every fact and each probe's timing. When the console
-cannot encode the symbols (GBK, cp1252), plain ASCII marks are used instead.
+cannot encode the symbols (GBK, cp1252), plain ASCII marks are used instead. Each
+finding is the block every command prints (render/findings.py), indented under its subject.
 """
 
 from __future__ import annotations
@@ -19,36 +20,17 @@ from typing import Any
 from shop_r1_doctor.diagnose import Diagnosis
 from shop_r1_doctor.findings import Finding
 from shop_r1_doctor.render import facts_text as ft
-
-
-@dataclass(frozen=True)
-class Symbols:
-    ok: str
-    warning: str
-    error: str
-    crash: str
-    skipped: str
-    bullet: str
-    finding: dict[str, str]
-
-
-UNICODE = Symbols(
-    "[✓]", "[!]", "[✗]", "[☠]", "[-]", "•", {"error": "✗", "warning": "!", "info": "•"}
+from shop_r1_doctor.render.findings import (
+    ASCII,
+    UNICODE,
+    Symbols,
+    colored,
+    finding_lines,
+    fit_encoding,
+    symbols_for,
 )
-ASCII = Symbols(
-    "[OK]", "[!]", "[X]", "[CRASH]", "[-]", "-", {"error": "x", "warning": "!", "info": "-"}
-)
-COLORS = {"ok": "32", "warning": "33", "error": "31", "crash": "35", "skipped": "2"}
 
-
-def symbols_for(encoding: str | None) -> Symbols:
-    """UNICODE when every symbol encodes in `encoding`, else ASCII."""
-    sample = "".join([UNICODE.ok, UNICODE.error, UNICODE.crash, UNICODE.bullet, "→"])
-    try:
-        sample.encode(encoding or "ascii")
-    except (UnicodeEncodeError, LookupError):
-        return ASCII
-    return UNICODE
+__all__ = ["ASCII", "UNICODE", "Symbols", "render_terminal", "summary_line", "symbols_for"]
 
 
 @dataclass(frozen=True)
@@ -132,19 +114,6 @@ def _state(findings: list[Finding], probe_states: list[str]) -> str:
     return "ok"
 
 
-def _finding_lines(f: Finding, sym: Symbols, verbose: bool) -> list[str]:
-    lines = [f"    {sym.finding.get(f.severity, sym.bullet)} {f.title} [{f.code}]"]
-    if f.explained_by:
-        lines.append(f"      follows from {f.explained_by}: fix that first")
-    if f.detail:
-        lines += [f"      {line}" for line in f.detail.splitlines() if line.strip()]
-    if f.fix:
-        lines.append(f"      fix: {f.fix}")
-    urls = f.urls if verbose else f.urls[:1]
-    lines += [f"      see: {u}" for u in urls]
-    return lines
-
-
 def render_terminal(
     diagnosis: Diagnosis,
     *,
@@ -183,13 +152,17 @@ def render_terminal(
             state = "skipped"  # a dump that does not say: nothing was checked here
         mark = getattr(sym, state)
         if color:
-            mark = f"\x1b[{COLORS[state]}m{mark}\x1b[0m"
+            mark = colored(mark, state)
         out.append(f"{mark} {headline}")
         if verbose:
             out += [f"    {sym.bullet} {line}" for line in group.facts(snap)]
             out += [f"    {sym.bullet} {line}" for line in ft.probe_lines(snap, group.probes)]
         for f in findings:
-            out += _finding_lines(f, sym, verbose)
+            # the one finding block every command prints (render/findings.py)
+            out += [
+                f"    {line}"
+                for line in finding_lines(f, symbols=sym, verbose=verbose, color=color)
+            ]
     if diagnosis.fix_plan is not None:
         from shop_r1_doctor.fixplan import PLAN_HEADING, render_lines
 
@@ -198,16 +171,8 @@ def render_terminal(
         out += [f"  {line}" for line in render_lines(diagnosis.fix_plan)]
     out.append("")
     out.append(summary_line(diagnosis))
-    text = "\n".join(out) + "\n"
     # Finding text may hold characters the console lacks (≥, ×): replace, never crash.
-    if encoding:
-        try:
-            text.encode(encoding)
-        except UnicodeEncodeError:
-            text = text.encode(encoding, "replace").decode(encoding)
-        except LookupError:
-            pass
-    return text
+    return fit_encoding("\n".join(out) + "\n", encoding)
 
 
 def _profile_headline(diagnosis: Diagnosis) -> str:

@@ -7,6 +7,7 @@ import ast
 import re
 
 import pytest
+from golden import GOLDEN, finding_blocks
 from repo_paths import FIXTURES
 
 from shop_r1.watch import RolloutWatch, WatchLimits
@@ -126,13 +127,17 @@ def test_limits_are_the_knobs():
     assert [f.code for f in watch.findings] == ["GRPO_TYPE_COLLAPSE"]
 
 
-def test_echo_prints_one_finding_to_stderr(capsys):
+def test_echo_prints_the_doctors_finding_block_to_stderr(capsys, golden):
     watch = RolloutWatch()
-    for step in range(1, 4):
+    for step in range(1, 5):
         watch.observe(step, {"frac_reward_zero_std": 1, "parse_failure_rate": 1})
-    err = capsys.readouterr().err
-    assert err.startswith("shop-r1: warning GRPO_NO_REWARD_SIGNAL: steps 1-3:")
-    assert "fix: start GRPO from the SFT model" in err
+    out = capsys.readouterr()
+    assert out.out == ""  # stdout is the trainer's; the watch speaks on stderr
+    # one block (render/findings.py), once, whatever the later steps say
+    assert [(sev, code) for sev, code, _ in finding_blocks(out.err)] == [
+        ("warning", "GRPO_NO_REWARD_SIGNAL")
+    ]
+    golden(GOLDEN / "findings" / "watch-no-reward-signal.txt", out.err)
 
 
 def test_recorded_two_gpu_server_run_has_reward_signal():

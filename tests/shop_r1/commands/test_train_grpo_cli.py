@@ -7,6 +7,7 @@ from pathlib import Path
 
 import pytest
 from cli_errors import error_line
+from golden import GOLDEN, finding_blocks
 from typer.testing import CliRunner
 
 torch = pytest.importorskip("torch")
@@ -141,7 +142,9 @@ def test_cli_grpo_trains_a_tiny_local_model(tiny_model_dir, tmp_path):
     assert message.startswith(f"shop-r1: error: {run_file}:2: not valid YAML")
 
 
-def test_cli_grpo_stops_on_fewer_prompts_than_one_generation_batch(tiny_model_dir, tmp_path):
+def test_cli_grpo_stops_on_fewer_prompts_than_one_generation_batch(
+    tiny_model_dir, tmp_path, golden
+):
     # 3 sessions -> 10 training prompts; 64 completions / 2 per prompt = 32 prompts per batch
     args = _grpo(
         tiny_model_dir,
@@ -156,12 +159,24 @@ def test_cli_grpo_stops_on_fewer_prompts_than_one_generation_batch(tiny_model_di
     assert stopped.exit_code == 1, stopped.output
     text = " ".join(stopped.output.split())  # rich wraps lines at the terminal width
     assert "10 dataset rows < 32 prompts per GRPO generation batch" in text, text
-    assert stopped.output.count(f"✗ {CODE}") == 1  # once, from the doctor's plan check
+    # once, from the doctor's plan check, as the doctor's block (render/findings.py)
+    blocks = finding_blocks(stopped.output)
+    assert [(sev, code) for sev, code, _ in blocks] == [("error", CODE)]
+    golden(GOLDEN / "findings" / "train-preflight-tiny-dataset.txt", blocks[0][2])
     assert not (tmp_path / "out").exists()
+
+    # --json: stdout is the document, its findings as every --json document carries them
+    planned = CliRunner().invoke(app, [*args, "--dry-run", "--json"])
+    assert planned.exit_code == 1, planned.output
+    doc = json.loads(planned.stdout)
+    (row,) = [f for f in doc["findings"] if f["code"] == CODE]
+    assert set(row) == {"code", "severity", "title", "detail", "fix", "urls", "subject"}
+    assert (row["severity"], doc["errors"]) == ("error", [CODE])
+    assert finding_blocks(planned.stderr)[0][:2] == ("error", CODE)  # the human block: stderr
 
     let_through = CliRunner().invoke(app, [*args, "--ignore", CODE, "--dry-run"])
     assert let_through.exit_code == 0, let_through.output
-    assert f"{CODE} (ignored)" in let_through.output and "preflight ok" in let_through.output
+    assert f"[{CODE}] (ignored)" in let_through.output and "preflight ok" in let_through.output
 
 
 def _rows(n):
