@@ -161,7 +161,7 @@ def unreachable(addr: str, port: int, why: str) -> Problem:
 
 def resolve(addr: str) -> str:
     try:
-        return socket.getaddrinfo(addr, None, type=socket.SOCK_STREAM)[0][4][0]
+        return str(socket.getaddrinfo(addr, None, type=socket.SOCK_STREAM)[0][4][0])
     except (socket.gaierror, UnicodeError) as e:
         raise Failed(
             Problem(
@@ -210,7 +210,9 @@ def reach(addr: str, port: int, deadline: float) -> None:
     why = "no attempt"
     while True:
         try:
-            socket.create_connection((addr, port), timeout=max(0.5, min(3.0, _left(deadline)))).close()
+            socket.create_connection(
+                (addr, port), timeout=max(0.5, min(3.0, _left(deadline)))
+            ).close()
             return
         except ConnectionRefusedError:
             why = "connection refused: nothing listens there"
@@ -315,9 +317,7 @@ def _read_verdict(store: Any, deadline: float, addr: str, port: int) -> Problem 
         except Exception as e:  # rank 0 gave up and closed its store
             raise Failed(unreachable(addr, port, f"rank 0 closed the rendezvous: {e}")) from e
         if _left(deadline) <= 0:
-            raise Failed(
-                unreachable(addr, port, f"rank 0 gave no verdict in {_waited():.0f} s")
-            )
+            raise Failed(unreachable(addr, port, f"rank 0 gave no verdict in {_waited():.0f} s"))
         time.sleep(POLL)
 
 

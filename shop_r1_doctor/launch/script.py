@@ -586,9 +586,7 @@ def _rendezvous(plan: LaunchPlan) -> list[str]:
         return []
     r = plan.request
     tag = node_tag(plan)
-    planned = (
-        f" --planned {plan.processes_per_node}" if plan.processes_per_node is not None else ""
-    )
+    planned = f" --planned {plan.processes_per_node}" if plan.processes_per_node is not None else ""
     return [
         "# Rendezvous first: every node joins the main node's store on MAIN_PORT (the one",
         "# accelerate's static rendezvous serves) and checks nodes, ranks and GPUs.",
