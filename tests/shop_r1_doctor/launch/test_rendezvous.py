@@ -104,6 +104,14 @@ def _error(proc: subprocess.CompletedProcess) -> str:
     return next(line for line in proc.stderr.splitlines() if " error: " in line)
 
 
+def _read_back(run_dir: Path, rank: int) -> str | None:
+    """The lead cause `shop-r1 report --log` gives for this node's launch log."""
+    from shop_r1_doctor.causes import rank_causes
+
+    lead = rank_causes((run_dir / f"launch.node{rank}.log").read_text()).lead
+    return lead.code if lead else None
+
+
 def _summary(run_dir: Path, rank: int) -> dict:
     return json.loads((run_dir / f"node-summary.node{rank}.json").read_text())
 
@@ -125,6 +133,7 @@ def test_three_planned_two_started_fails_naming_the_missing_node(tmp_path):
         assert "rendezvous: 2 of 3 node(s) joined" in line, p.stderr
         assert "missing node rank(s) 2 " in line and line.endswith("[NODE_COUNT_MISMATCH]")
         assert _summary(run_dir, i)["code"] == "NODE_COUNT_MISMATCH"
+        assert _read_back(run_dir, i) == "NODE_COUNT_MISMATCH"
         assert not (run_dir / f"sft.node{i}.log").exists()  # training never started
     assert took < 60
 
@@ -137,6 +146,7 @@ def test_a_wrong_main_port_names_the_address(tmp_path):
     assert f"cannot reach the main node at 127.0.0.1:{bad}" in worker
     assert worker.endswith("[NODE_NETWORK_UNREACHABLE]")
     assert _summary(run_dir, 1)["code"] == "NODE_NETWORK_UNREACHABLE"
+    assert _read_back(run_dir, 1) == "NODE_NETWORK_UNREACHABLE"
     assert "1 of 2 node(s) joined" in _error(done[0]) and took < 60
 
 
@@ -156,7 +166,10 @@ def test_gpu_counts_that_differ_from_the_plan_or_each_other(tmp_path):
     assert all("different GPU counts" in _error(p) for p in done.values())
     assert _error(done[0]).endswith("[NODE_GPU_COUNT_MISMATCH]")
     # fixed at generation (--gpus 2): node 1 has one
-    done, _, _ = _start(tmp_path / "b", 2, [0, 1], node_gpus={1: 1}, gpus_source="--gpus", gpus=2)
+    done, _, run_dir = _start(
+        tmp_path / "b", 2, [0, 1], node_gpus={1: 1}, gpus_source="--gpus", gpus=2
+    )
+    assert _read_back(run_dir, 0) == "NODE_GPU_COUNT_MISMATCH"
     assert "node rank 1 (" in _error(done[0]) and "has 1 GPU(s) but would start 2" in _error(
         done[0]
     )
