@@ -188,7 +188,7 @@ def check_main_here(addr: str, ip: str, port: int) -> None:
                 )
             ) from e
     # the store listens on every interface, as torchrun's does; SO_REUSEADDR as it does
-    with socket.socket(socket.AF_INET6 if family == socket.AF_INET6 else socket.AF_INET) as s:
+    with socket.socket(family, socket.SOCK_STREAM) as s:
         s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
         try:
             s.bind(("", port))
@@ -278,7 +278,7 @@ def rendezvous(me: Node, addr: str, port: int, timeout: float, planned: int | No
     if main:
         verdict = _judge(store, me, deadline, planned)
         store.set("verdict", json.dumps(asdict(verdict) if verdict else {}))
-        _wait_readers(store, me.nodes)
+        _wait_readers(store)
     else:
         verdict = _read_verdict(store, deadline + 15.0, addr, port)
         store.add("read", 1)
@@ -321,7 +321,7 @@ def _read_verdict(store: Any, deadline: float, addr: str, port: int) -> Problem 
         time.sleep(POLL)
 
 
-def _wait_readers(store: Any, nodes: int) -> None:
+def _wait_readers(store: Any) -> None:
     """Keep the store up until the nodes that joined read the verdict (bounded)."""
     end = time.monotonic() + 15.0
     while store.add("read", 0) < store.add("joined", 0) - 1 and time.monotonic() < end:

@@ -186,3 +186,17 @@ def test_a_busy_main_port_is_named_and_the_doctor_reads_it(tmp_path):
     assert done[0].returncode == 1 and _error(done[0]).endswith("[DIST_PORT_IN_USE]")
     found = diagnose_log((run_dir / "launch.node0.log").read_text())
     assert found.lead is not None and found.lead.code == "DIST_PORT_IN_USE"
+
+
+def test_a_rank_that_is_not_a_number_is_one_line(tmp_path, capsys):
+    from shop_r1_doctor.launch.rendezvous import main
+
+    summary = tmp_path / "s.json"
+    argv = ["--nodes", "2", "--rank", "one", "--addr", "127.0.0.1", "--port", "1", "--uses", "1"]
+    assert main([*argv, "--summary", str(summary)]) == 1
+    assert (
+        capsys.readouterr()
+        .out.strip()
+        .endswith("is not a number: 0 on the main node, 1..1 on the others [NODE_COUNT_MISMATCH]")
+    )
+    assert json.loads(summary.read_text())["stage"] == "rendezvous"
