@@ -24,6 +24,7 @@ from shop_r1_doctor.launch.plan import SERVER_GPU_MEMORY_UTILIZATION, LaunchPlan
 from shop_r1_doctor.runplan import RUNPLAN_SCHEMA
 
 CLI = '"$PYTHON" -m shop_r1.cli'
+RDZV_TIMEOUT = 300  # seconds: the nodes' preflights end at different times
 
 
 @dataclass(frozen=True)
@@ -134,6 +135,11 @@ def _run_time(plan: LaunchPlan) -> list[str]:
     ports = _ports(plan)
     if ports:
         out.append(f"ports: {', '.join(ports)}, each a free one unless set")
+    if checks_rendezvous(plan):
+        out.append(
+            "before training: every node joins MAIN_PROCESS_IP:MAIN_PORT within RDZV_TIMEOUT "
+            "(node count, ranks, GPUs per node checked)"
+        )
     return out
 
 
@@ -208,6 +214,10 @@ def render_script(plan: LaunchPlan, names: dict[str, str]) -> str:
         out.append(f'TRAIN_GPUS="${{TRAIN_GPUS:-{",".join(map(str, plan.train_gpus))}}}"')
     if plan.use_accelerate and multi_node:
         out.append(f'MAIN_PORT="${{MAIN_PORT:-{r.main_port}}}"  # every node must use the same')
+    if checks_rendezvous(plan):
+        out.append(
+            f'RDZV_TIMEOUT="${{RDZV_TIMEOUT:-{RDZV_TIMEOUT}}}"  # seconds a node waits for the others'
+        )
     if multi_node:
         out += [
             'MACHINE_RANK="${MACHINE_RANK:?set MACHINE_RANK: 0 on the main node, 1.. on the others}"',
@@ -355,15 +365,19 @@ def _helpers(tag: str) -> list[str]:
         "free_port() {",
         '  "$PYTHON" -c \'import socket; k = socket.socket(); k.bind(("127.0.0.1", 0)); print(k.getsockname()[1])\'',
         "}",
-        "gpu_ids() {",
+        "visible_gpus() {",
         "  # The GPUs this node may use, comma-separated: CUDA_VISIBLE_DEVICES (a scheduler's",
-        "  # allocation) if set, else every GPU nvidia-smi lists; none fails the run.",
-        "  local ids",
+        "  # allocation) if set, else every GPU nvidia-smi lists; nothing when there is none.",
         '  if [[ -n "${CUDA_VISIBLE_DEVICES:-}" ]]; then',
-        '    ids="$CUDA_VISIBLE_DEVICES"',
+        '    echo "$CUDA_VISIBLE_DEVICES"',
         "  else",
-        "    ids=\"$(nvidia-smi -L 2>/dev/null | sed -nE 's/^GPU ([0-9]+):.*/\\1/p' | paste -sd, -)\" || true",
+        "    nvidia-smi -L 2>/dev/null | sed -nE 's/^GPU ([0-9]+):.*/\\1/p' | paste -sd, - || true",
         "  fi",
+        "}",
+        "gpu_ids() {",
+        "  # visible_gpus, where none fails the run",
+        "  local ids",
+        '  ids="$(visible_gpus)"',
         '  [[ -n "$ids" ]] || fail "no GPU on $(hostname): nvidia-smi -L lists none and CUDA_VISIBLE_DEVICES is unset (set TRAIN_GPUS to override)"',
         '  echo "$ids"',
         "}",
@@ -558,6 +572,38 @@ def _server(plan: LaunchPlan) -> list[str]:
     ]
 
 
+def checks_rendezvous(plan: LaunchPlan) -> bool:
+    """Several nodes through accelerate (Ray's nodes join its own cluster instead)."""
+    r = plan.request
+    return r.nodes > 1 and plan.use_accelerate and not r.ray and r.task in ("sft", "grpo")
+
+
+def _rendezvous(plan: LaunchPlan) -> list[str]:
+    """Every node joins rank 0's store at MAIN_PROCESS_IP:MAIN_PORT before training, within
+    RDZV_TIMEOUT (launch/rendezvous.py): a missing node, a wrong rank, address or port, or
+    GPUs that differ from the plan end here in one line, not in a hang inside training."""
+    if not checks_rendezvous(plan):
+        return []
+    r = plan.request
+    tag = node_tag(plan)
+    planned = f" --planned {plan.processes_per_node}" if plan.processes_per_node is not None else ""
+    return [
+        "# Rendezvous first: every node joins the main node's store on MAIN_PORT (the one",
+        "# accelerate's static rendezvous serves) and checks nodes, ranks and GPUs.",
+        'IFS=, read -r -a uses <<<"$TRAIN_GPUS"',
+        f'log "rendezvous: node $MACHINE_RANK of {r.nodes} at $MAIN_PROCESS_IP:$MAIN_PORT '
+        '(waits up to ${RDZV_TIMEOUT}s for the others)"',
+        'rdzv="$(timeout "$((RDZV_TIMEOUT + 60))" "$PYTHON" -m shop_r1_doctor.launch.rendezvous '
+        f'--nodes {r.nodes} --rank "$MACHINE_RANK" \\',
+        '  --addr "$MAIN_PROCESS_IP" --port "$MAIN_PORT" --uses "${#uses[@]}" '
+        f'--has "$(visible_gpus)"{planned} \\',
+        '  --timeout "$RDZV_TIMEOUT" --summary "$SHOP_R1_NODE_SUMMARY" '
+        f'2>>"$RUN_DIR/rendezvous{tag}.log")" \\',
+        f'  || fail "${{rdzv:-the rendezvous check failed (see $RUN_DIR/rendezvous{tag}.log)}}"',
+        'log "$rdzv"',
+    ]
+
+
 def _main_run(plan: LaunchPlan, names: dict[str, str], multi_node: bool) -> list[str]:
     r = plan.request
     tag = node_tag(plan)
@@ -628,6 +674,7 @@ def _main_run(plan: LaunchPlan, names: dict[str, str], multi_node: bool) -> list
         start = [
             f'export SHOP_R1_NODE_SUMMARY="$RUN_DIR/node-summary{tag}.json"',
             'rm -f "$SHOP_R1_NODE_SUMMARY"  # this node\'s file: a stale one vouches for nothing',
+            *_rendezvous(plan),
             "start=$SECONDS",
         ]
         verdict = [

@@ -19,6 +19,7 @@ from pathlib import Path
 from typing import Any
 
 from shop_r1_doctor.errors import ToolError
+from shop_r1_doctor.setup.activate import write_activation
 from shop_r1_doctor.setup.install import InstallPlan, Step
 
 
@@ -39,6 +40,7 @@ class SetupResult:
     doctor_python: str | None = None  # the interpreter the doctor saw: the new venv's
     doctor_torch: str | None = None
     log: str = ""
+    activation: list[str] = field(default_factory=list)  # files carrying the profile's env
 
     def to_json(self) -> dict[str, Any]:
         return {
@@ -58,6 +60,7 @@ class SetupResult:
                 ],
             },
             "log": self.log,
+            "activation": self.activation,
         }
 
 
@@ -129,6 +132,10 @@ def execute(
                 for name, text in plan.files().items():
                     (files_dir / name).write_text(text, encoding="utf-8")
                 _append(log_path, step, proc.stdout + proc.stderr)
+                # an activated venv runs with the profile's settings, like its image
+                touched = write_activation(Path(plan.venv), dict(plan.env), plan.profile.name)
+                result.activation = touched
+                on_step(f"      environment ({len(plan.env)} variable(s)): {', '.join(touched)}")
             else:
                 with log_path.open("a", encoding="utf-8") as log:
                     log.write(f"$ {step.shell()}\n")

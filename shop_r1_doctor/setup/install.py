@@ -26,6 +26,7 @@ from shop_r1_doctor.facts import Facts, parse_version
 from shop_r1_doctor.hardware import CC
 from shop_r1_doctor.profiles.model import Profile
 from shop_r1_doctor.profiles.resolve import resolve
+from shop_r1_doctor.setup.activate import activation_files, check_env
 
 SETUP_SCHEMA = "shop-r1.setup/1"
 # Build helpers flash-attn's setup.py imports without build isolation (setuptools < 81:
@@ -108,6 +109,8 @@ class InstallPlan:
     decisions: tuple[str, ...]
     skipped: tuple[str, ...] = ()
     files_dir: str = ""  # where requirements.txt / constraints.txt are written
+    # the profile's environment, written into the venv's activation (setup/activate.py)
+    env: tuple[tuple[str, str], ...] = ()
 
     @property
     def python(self) -> str:
@@ -147,6 +150,8 @@ class InstallPlan:
             "steps": [s.to_json() for s in self.steps],
             "decisions": list(self.decisions),
             "skipped": list(self.skipped),
+            "env": dict(self.env),
+            "activation": activation_files(self.venv) if self.env else [],
         }
 
 
@@ -315,11 +320,17 @@ def install_plan(
         [shop_r1_source, *pinned, *extra_index],
         "shop-r1 itself, so the new environment can check itself",
     )
+    check_env(profile.env, profile.where("env"))
+    profile_env = tuple(sorted(profile.env.items()))
     b.steps.append(
         Step(
             "doctor",
             (b.python, "-m", "shop_r1.cli", "doctor", "--json"),
-            "the doctor in the new environment, with its own interpreter",
+            "the doctor in the new environment, with its own interpreter"
+            + (
+                " and the profile's environment, as an activated venv has it" if profile_env else ""
+            ),
+            profile_env,
         )
     )
     return InstallPlan(
@@ -336,6 +347,7 @@ def install_plan(
         decisions=tuple(decisions),
         skipped=tuple(skipped),
         files_dir=files_dir,
+        env=profile_env,
     )
 
 
@@ -346,6 +358,10 @@ def render_text(plan: InstallPlan) -> str:
     out += [f"#   skipped: {s}" for s in plan.skipped]
     for name, text in plan.files().items():
         out += ["", f"# {plan.files_dir}/{name}", *text.rstrip("\n").splitlines()]
+    if plan.env:
+        files = ", ".join(activation_files(plan.venv))
+        out += ["", f"# the profile's environment, written into {files}:"]
+        out += [f"export {k}={shlex.quote(v)}" for k, v in plan.env]
     out += ["", f"# commands ({plan.installer}), in order:"]
     for i, step in enumerate(plan.steps, 1):
         out += [f"# {i}. {step.name}: {step.reason}", step.shell()]

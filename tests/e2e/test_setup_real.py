@@ -96,6 +96,8 @@ def test_cpu_profile_venv_is_built_and_its_doctor_runs_clean(tmp_path, request):
     assert doctor["torch"] == "2.13.0+cpu"
     assert doctor["exit_code"] == 0 and doctor["profile"] == "cpu"
     assert doctor["summary"]["errors"] == 0 and doctor["summary"]["warnings"] == 0, doctor
+    # the cpu profile sets no variables: its shop-r1-env.sh is written, activate is not touched
+    assert doc["env"] == {} and result["activation"] == [str(venv / "bin" / "shop-r1-env.sh")]
     # the active environment was not touched: setup never installs into it
     assert not (venv / "shop-r1-setup" / "constraints.txt").read_text().count("+cu")
     terminal = request.config.pluginmanager.getplugin("terminalreporter")

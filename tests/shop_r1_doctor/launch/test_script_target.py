@@ -14,6 +14,7 @@ from __future__ import annotations
 import json
 import os
 import shutil
+import socket
 import subprocess
 import sys
 from pathlib import Path
@@ -95,6 +96,12 @@ def _env(tmp_path: Path, bin_dir: Path, **extra: str) -> dict[str, str]:
     return env
 
 
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
 def _run(script: Path, env: dict[str, str]) -> subprocess.CompletedProcess:
     return subprocess.run(
         ["bash", str(script)], capture_output=True, text=True, env=env, timeout=120
@@ -173,8 +180,16 @@ def _two_nodes(
     script = _write(tmp_path, task=task, nodes=2, vllm_available=True, target="snapshot n.json")
     bin_dir = _bin(tmp_path)
     procs = {}
+    port = str(_free_port())
     for rank in (0, 1):
-        env = _env(tmp_path, bin_dir, MACHINE_RANK=str(rank), MAIN_PROCESS_IP="127.0.0.1")
+        env = _env(
+            tmp_path,
+            bin_dir,
+            MACHINE_RANK=str(rank),
+            MAIN_PROCESS_IP="127.0.0.1",
+            MAIN_PORT=port,
+            RDZV_TIMEOUT="30",
+        )
         env.update(fake.get(str(rank), {}))  # type: ignore[arg-type]
         procs[rank] = subprocess.Popen(
             ["bash", str(script)],
