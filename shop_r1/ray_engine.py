@@ -113,6 +113,27 @@ class _Board:
         return self.where, self.done
 
 
+def local_rank_for_device(local_rank: int, device: Any) -> int:
+    """The LOCAL_RANK accelerate must use: the index of this worker's own GPU.
+
+    Ray Train numbers local ranks by node IP. Two raylets on one host that split its GPUs
+    (one `ray start` per GPU set, as a launch script per node does) share an IP: on a
+    2x H200 the second worker got local rank 1 with one GPU visible, and accelerate's
+    first barrier died with `CUDA error: invalid device ordinal`. Ray Train's
+    `get_device()` knows the worker's GPU; on one raylet per host the two agree."""
+    if getattr(device, "type", None) == "cuda" and getattr(device, "index", None) is not None:
+        return int(device.index)
+    return local_rank
+
+
+def pin_local_rank(local_rank: int) -> None:
+    from ray.train.torch import get_device
+
+    want = local_rank_for_device(local_rank, get_device())
+    if want != local_rank:
+        os.environ["LOCAL_RANK"] = str(want)
+
+
 def worker_loop(config: dict[str, Any]) -> None:
     """One Ray Train worker: the trainer's own preflight and training, as one process of
     the torch.distributed job Ray Train set up."""
@@ -126,6 +147,7 @@ def worker_loop(config: dict[str, Any]) -> None:
     board = config["board"]
     ctx = ray.train.get_context()
     rank = ctx.get_world_rank()
+    pin_local_rank(ctx.get_local_rank())
     runtime = ray.get_runtime_context()
     ray.get(
         board.joined.remote(

@@ -9,11 +9,12 @@ exception itself).
 from __future__ import annotations
 
 import pytest
+import torch
 from cli_errors import error_line
 from typer.testing import CliRunner
 
 from shop_r1.cli import app
-from shop_r1.ray_engine import RayLayout, place
+from shop_r1.ray_engine import RayLayout, local_rank_for_device, place
 from shop_r1_doctor.errors import ToolError
 
 WHERE = {
@@ -131,3 +132,20 @@ def test_ray_address_where_nothing_answers_is_one_line_exit_2(tmp_path):
         f"shop-r1: error: --ray 127.0.0.1:{port}: no Ray cluster answers there (ray start --head, or pass "
         "the head's HOST:PORT)"
     )
+
+
+@pytest.mark.parametrize(
+    ("local_rank", "device", "expect"),
+    [
+        # two raylets on one host, one GPU each: Ray Train says local rank 1, the
+        # worker sees one GPU (cuda:0) -> accelerate must use 0 (H200 x2, invalid ordinal)
+        (1, torch.device("cuda", 0), 0),
+        # one raylet with two GPUs: both agree
+        (1, torch.device("cuda", 1), 1),
+        (0, torch.device("cuda", 0), 0),
+        # CPU workers (gloo): Ray Train's local rank stands
+        (1, torch.device("cpu"), 1),
+    ],
+)
+def test_local_rank_is_the_workers_own_gpu(local_rank, device, expect):
+    assert local_rank_for_device(local_rank, device) == expect
