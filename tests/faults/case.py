@@ -34,6 +34,7 @@ VERSIONED = (
     "safetensors",
     "tokenizers",
     "numpy",
+    "ray",
 )
 
 

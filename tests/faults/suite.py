@@ -15,6 +15,7 @@ FAMILIES = (
     "shm",
     "host_memory",
     "ports",
+    "ray_cluster",
     "optional_packages",
     "hub",
     "trainer_config",
