@@ -21,6 +21,7 @@ FAMILIES = (
     "trainer_config",
     "tokenizer",
     "compiler",
+    "numpy_abi",
     "user_bugs",
 )
 
