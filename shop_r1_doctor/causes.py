@@ -177,7 +177,7 @@ def rank_causes(
             add(0, _joined(explaining, sig.title, line))
             continue
         info = codes.get(sig.code)
-        severity: Severity = info.severity if info else "error"
+        severity = rm.severity(info.severity if info else "error")
         add(
             2, Cause(sig.code, severity, sig.title, sig.try_, (line, *why), (sig.source,), sig.also)
         )

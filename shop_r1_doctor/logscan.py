@@ -24,6 +24,7 @@ from typing import Annotated, Any, Literal
 
 import msgspec
 
+from shop_r1_doctor.findings import Severity
 from shop_r1_doctor.schema import (
     Contract,
     FieldError,
@@ -102,6 +103,10 @@ class Signature(Contract, frozen=True):
     unless: Names = ()  # evidence that rules this signature out
     prefer: Names = ()  # evidence that makes this the likelier reading
     rank: int = 0  # root causes above their consequences; generic codes below specific
+    # Lower than the code's own severity when this text alone is a guess: the log shows
+    # the symptom (a bare `Killed`) but not the evidence for the cause (the kernel's OOM
+    # line). Absent: the code's severity in codes.yaml.
+    severity: Severity | None = None
     # where the text comes from (tests/shop_r1_doctor/test_signature_sources.py finds it
     # again in the kept framework messages); absent: not traced to a message yet
     printed_by: Annotated[
@@ -250,6 +255,11 @@ class RankedMatch:
     @property
     def signature(self) -> Signature:
         return self.match.signature
+
+    def severity(self, default: Severity) -> Severity:
+        """This reading's severity: the signature's own when it states one (a guess is
+        stated lower than its code), else `default` (the code's, from codes.yaml)."""
+        return self.signature.severity or default
 
 
 @dataclass(frozen=True)

@@ -8,6 +8,7 @@ stdout and stderr interleaved as a terminal shows them, and the exit status.
 
 from __future__ import annotations
 
+import importlib
 import importlib.metadata
 import os
 import platform
@@ -34,6 +35,7 @@ VERSIONED = (
     "safetensors",
     "tokenizers",
     "numpy",
+    "ray",
 )
 
 
@@ -58,10 +60,22 @@ class FaultCase:
     # False: the process is killed before it can print why (an OOM kill); the cause is
     # in the evidence the machine keeps (the cgroup's oom_kill count), not in the log.
     log_shows_cause: bool = True
+    # A function of the family module, prepare(cache_dir) -> env for the driver, that
+    # builds what the case needs (a compiled extension) once per cache directory; it
+    # raises Unavailable (one line: why) when this machine cannot build it.
+    prepare: str | None = None
 
     @property
     def id(self) -> str:
         return f"{self.family}/{self.name}"
+
+
+class Unavailable(Exception):
+    """This machine cannot build what the case needs (no compiler, no wheel): skip it."""
+
+
+def default_cache() -> Path:
+    return Path(tempfile.gettempdir()) / "shop-r1-fault-cache"
 
 
 @dataclass(frozen=True)
@@ -172,11 +186,16 @@ def build_command(case: FaultCase, workdir: Path, procs: Path | None = None) -> 
     return f"unshare {' '.join(unshare)} {wrapped}" if unshare else wrapped
 
 
-def run_case(case: FaultCase) -> Captured:
-    """Cause the failure; raises RuntimeError when the machine cannot (see missing_requirement)."""
+def run_case(case: FaultCase, cache: Path | None = None) -> Captured:
+    """Cause the failure; raises RuntimeError when the machine cannot (see
+    missing_requirement), Unavailable when what it needs cannot be built here."""
     why = missing_requirement(case)
     if why:
         raise RuntimeError(f"{case.id}: {why}")
+    prepared: dict[str, str] = {}
+    if case.prepare is not None:
+        module = importlib.import_module(f"{__package__}.{case.family}")
+        prepared = getattr(module, case.prepare)(cache or default_cache())
     scratch = Path(tempfile.mkdtemp(prefix=f"shop-r1-{case.name}-"))
     group = procs = None
     read_cgroup: Callable[[], dict[str, str]] = dict
@@ -191,6 +210,7 @@ def run_case(case: FaultCase) -> Captured:
             PYTHONUNBUFFERED="1",
             TOKENIZERS_PARALLELISM="false",
             **case.env,
+            **prepared,
         )
         # `python` in the command is this interpreter (its directory first on PATH).
         env["PATH"] = f"{Path(sys.executable).parent}{os.pathsep}{env.get('PATH', '')}"

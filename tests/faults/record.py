@@ -14,7 +14,7 @@ import sys
 import time
 from pathlib import Path
 
-from .case import FIXTURES, metadata, missing_requirement, run_case
+from .case import FIXTURES, Unavailable, metadata, missing_requirement, run_case
 from .suite import all_cases
 
 REPO = Path(__file__).resolve().parents[2]
@@ -37,7 +37,11 @@ def main(argv: list[str]) -> int:
             print(f"skip {case.id}: {why}")
             continue
         started = time.monotonic()
-        captured = run_case(case)
+        try:
+            captured = run_case(case)
+        except Unavailable as exc:
+            print(f"skip {case.id}: {exc}")
+            continue
         out = FIXTURES / case.family
         out.mkdir(parents=True, exist_ok=True)
         (out / f"{case.name}.log").write_text(portable(captured.output), encoding="utf-8")

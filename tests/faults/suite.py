@@ -15,11 +15,13 @@ FAMILIES = (
     "shm",
     "host_memory",
     "ports",
+    "ray_cluster",
     "optional_packages",
     "hub",
     "trainer_config",
     "tokenizer",
     "compiler",
+    "numpy_abi",
     "user_bugs",
 )
 
@@ -43,9 +45,10 @@ class Recording:
         return tuple(self.meta["expected"])
 
 
-def load_recordings(root: Path = FIXTURES) -> list[Recording]:
+def load_recordings(root: Path = FIXTURES, families: tuple[str, ...] = FAMILIES) -> list[Recording]:
+    """The recordings of `families` (the CPU ones by default; "gpu" holds the device's)."""
     out = []
-    for meta_path in sorted(root.glob("*/*.json")):
+    for meta_path in sorted(p for f in families for p in (root / f).glob("*.json")):
         meta = json.loads(meta_path.read_text(encoding="utf-8"))
         log = meta_path.with_suffix(".log").read_text(encoding="utf-8")
         out.append(Recording(meta["family"], meta["case"], log, meta))

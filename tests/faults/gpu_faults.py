@@ -1,0 +1,191 @@
+"""GPU failures caused for real on an NVIDIA machine: the cases and their drivers.
+
+`python -m tests.faults.gpu_faults <case> <workdir>` runs one driver (torchrun runs it
+once per rank); `tests/faults/gpu_record.py` says how each case is launched, under which
+environment and timeout, and records what it printed.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+
+FAMILY = "gpu"
+
+
+@dataclass(frozen=True)
+class GpuCase:
+    name: str
+    expected: tuple[str, ...]  # finding codes naming the cause
+    cause: str  # what was done to cause it, one line
+    ranks: int = 1  # > 1: launched with torchrun --nproc-per-node <ranks>
+    min_gpus: int = 1
+    env: dict[str, str] = field(default_factory=dict)
+    needs: tuple[str, ...] = ()  # modules that must import (vllm, trl)
+    holds_memory: float = 0.0  # a second process holds this share of GPU 0 meanwhile
+    timeout: float = 90.0
+
+    @property
+    def id(self) -> str:
+        return f"{FAMILY}/{self.name}"
+
+
+CASES = (
+    GpuCase(
+        "ranks_one_gpu",
+        ("RANKS_SHARE_GPU",),
+        "torchrun --nproc-per-node 2, both ranks torch.cuda.set_device(0), an NCCL all_reduce",
+        ranks=2,
+        env={"NCCL_DEBUG": "WARN"},
+        timeout=60,
+    ),
+    GpuCase(
+        "cuda_oom",
+        ("GPU_OUT_OF_MEMORY",),
+        "torch.empty of 1.5x the card's total memory on cuda:0",
+        timeout=45,
+    ),
+    GpuCase(
+        "gpus_hidden_to_cuda",
+        ("TORCH_CUDA_UNAVAILABLE", "CUDA_VISIBLE_DEVICES_HIDES_GPUS"),
+        "CUDA_VISIBLE_DEVICES='' then torch.cuda.is_available() and a model's .to('cuda')",
+        env={"CUDA_VISIBLE_DEVICES": ""},
+        timeout=30,
+    ),
+    GpuCase(
+        "gpus_hidden_trl_bf16",
+        ("MIXED_PRECISION_NEEDS_GPU", "CUDA_VISIBLE_DEVICES_HIDES_GPUS"),
+        "CUDA_VISIBLE_DEVICES='' then TRL's SFTConfig(bf16=True), as a GPU recipe does",
+        env={"CUDA_VISIBLE_DEVICES": ""},
+        needs=("trl",),
+        timeout=45,
+    ),
+    GpuCase(
+        "nccl_timeout",
+        ("NCCL_COLLECTIVE_TIMEOUT",),
+        "torchrun 2 ranks on 2 GPUs, init_process_group(timeout=10 s); after one all_reduce"
+        " together, rank 1 skips the second",
+        ranks=2,
+        min_gpus=2,
+        env={"NCCL_DEBUG": "WARN"},
+        timeout=60,
+    ),
+    GpuCase(
+        "vllm_memory_taken",
+        ("GPU_BUSY_OTHER_PROCESSES", "VLLM_KV_CACHE_NO_MEMORY"),
+        "another process holds 60% of GPU 0; vLLM LLM(a tiny random Llama,"
+        " gpu_memory_utilization=0.9)",
+        needs=("vllm",),
+        holds_memory=0.6,
+        timeout=75,
+    ),
+)
+
+
+def _rank() -> int:
+    return int(os.environ.get("RANK", "0"))
+
+
+def ranks_one_gpu(work: Path) -> None:
+    import torch
+    import torch.distributed as dist
+
+    torch.cuda.set_device(0)  # the bug: every rank on cuda:0 instead of LOCAL_RANK
+    dist.init_process_group("nccl")
+    t = torch.ones(1, device="cuda:0")
+    dist.all_reduce(t)
+    torch.cuda.synchronize()
+    print(f"rank {_rank()}: all_reduce gave {t.item()}", flush=True)
+    dist.destroy_process_group()
+
+
+def cuda_oom(work: Path) -> None:
+    import torch
+
+    total = torch.cuda.get_device_properties(0).total_memory
+    torch.empty(int(total * 1.5), dtype=torch.uint8, device="cuda:0")
+
+
+def gpus_hidden_to_cuda(work: Path) -> None:
+    import torch
+
+    print(f"torch.cuda.is_available(): {torch.cuda.is_available()}", flush=True)
+    print(f"torch.cuda.device_count(): {torch.cuda.device_count()}", flush=True)
+    model = torch.nn.Linear(8, 8)
+    model.to("cuda")
+
+
+def gpus_hidden_trl_bf16(work: Path) -> None:
+    from trl import SFTConfig
+
+    SFTConfig(output_dir=str(work / "out"), bf16=True, report_to="none")
+
+
+def nccl_timeout(work: Path) -> None:
+    from datetime import timedelta
+
+    import torch
+    import torch.distributed as dist
+
+    rank = _rank()
+    torch.cuda.set_device(int(os.environ.get("LOCAL_RANK", "0")))
+    dist.init_process_group("nccl", timeout=timedelta(seconds=10))
+    t = torch.ones(1, device="cuda")
+    dist.all_reduce(t)  # together: the communicator exists
+    torch.cuda.synchronize()
+    if rank == 1:
+        time.sleep(80)  # the bug: this rank never reaches the second collective
+        return
+    dist.all_reduce(t)
+    torch.cuda.synchronize()
+
+
+def vllm_memory_taken(work: Path) -> None:
+    from transformers import LlamaConfig, LlamaForCausalLM
+    from vllm import LLM
+
+    config = LlamaConfig(
+        vocab_size=1024,
+        hidden_size=64,
+        intermediate_size=128,
+        num_hidden_layers=2,
+        num_attention_heads=4,
+        num_key_value_heads=4,
+        max_position_embeddings=256,
+    )
+    LlamaForCausalLM(config).save_pretrained(work / "tiny-llama")
+    LLM(
+        model=str(work / "tiny-llama"),
+        skip_tokenizer_init=True,
+        gpu_memory_utilization=0.9,
+        max_model_len=128,
+        enforce_eager=True,
+    )
+
+
+def hold_memory(share: float) -> None:
+    """Hold `share` of GPU 0's total memory until killed (the other process)."""
+    import torch
+
+    total = torch.cuda.get_device_properties(0).total_memory
+    held = torch.empty(int(total * share), dtype=torch.uint8, device="cuda:0")
+    held.fill_(1)
+    print(f"holding {held.numel() / 2**30:.1f} GiB on cuda:0", flush=True)
+    time.sleep(600)
+
+
+def main(argv: list[str]) -> None:
+    if len(argv) == 3 and argv[1] == "hold_memory":
+        hold_memory(float(argv[2]))
+        return
+    names = [c.name for c in CASES]
+    if len(argv) != 3 or argv[1] not in names:
+        sys.exit(f"usage: {argv[0]} {{{','.join(names)}}} WORKDIR")
+    globals()[argv[1]](Path(argv[2]))
+
+
+if __name__ == "__main__":
+    main(sys.argv)

@@ -1,0 +1,231 @@
+"""Cause the GPU failures for real on an NVIDIA machine and record what each printed.
+
+    python -m tests.faults.gpu_record --out DIR            # every case this machine can cause
+    python -m tests.faults.gpu_record --out DIR cuda_oom   # some cases
+
+Writes DIR/gpu/<case>.log (stdout + stderr as a terminal shows them) and DIR/gpu/<case>.json
+(the CPU corpus's format: command, exit status, versions, expected codes); copy DIR/gpu to
+tests/fixtures/faults/gpu/ and tests/faults/test_gpu_recorded.py checks the diagnosis
+names each one. Every case runs in its own process group under its own timeout (killed
+whole when it hangs); cases needing two GPUs, vLLM or TRL are skipped with the reason
+where the machine lacks them, and the run stops starting cases before BUDGET_S is spent.
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib.util
+import json
+import os
+import shlex
+import signal
+import subprocess
+import sys
+import tempfile
+import time
+from collections.abc import Callable, Sequence
+from pathlib import Path
+from typing import Any
+
+from .case import ROOT, versions
+from .gpu_faults import CASES, FAMILY, GpuCase
+from .record import portable
+
+BUDGET_S = 345.0  # the whole run ends before 6 minutes
+HOLDER_WAIT_S = 30.0
+SCRATCH = "/tmp/shop-r1-fault"  # how recordings name the case's work directory
+
+Runner = Callable[..., "subprocess.CompletedProcess[str]"]
+
+
+def gpu_count(run: Runner = subprocess.run) -> int:
+    """GPUs `nvidia-smi -L` lists (0 without the tool or a driver)."""
+    try:
+        proc = run(["nvidia-smi", "-L"], capture_output=True, text=True, timeout=30, check=False)
+    except (OSError, subprocess.TimeoutExpired):
+        return 0
+    if proc.returncode != 0:
+        return 0
+    return sum(1 for line in proc.stdout.splitlines() if line.startswith("GPU "))
+
+
+def gpu_versions(run: Runner = subprocess.run) -> dict[str, str]:
+    try:
+        proc = run(
+            ["nvidia-smi", "--query-gpu=name,driver_version,memory.total", "--format=csv,noheader"],
+            capture_output=True,
+            text=True,
+            timeout=30,
+            check=False,
+        )
+    except (OSError, subprocess.TimeoutExpired):
+        return {}
+    rows = [r.strip() for r in proc.stdout.splitlines() if r.strip()]
+    if proc.returncode != 0 or not rows:
+        return {}
+    name, driver, memory = (part.strip() for part in [*rows[0].split(","), "", ""][:3])
+    return {"gpu": f"{len(rows)} x {name} ({memory})", "nvidia_driver": driver}
+
+
+def importable(module: str) -> bool:
+    return importlib.util.find_spec(module) is not None
+
+
+def skip_reason(
+    case: GpuCase, gpus: int, can_import: Callable[[str], bool] = importable
+) -> str | None:
+    if gpus < case.min_gpus:
+        return f"needs {case.min_gpus} GPUs, this machine has {gpus}"
+    missing = [m for m in case.needs if not can_import(m)]
+    if missing:
+        return f"needs {', '.join(missing)} (not importable here)"
+    return None
+
+
+def build_argv(case: GpuCase, workdir: Path, python: str = sys.executable) -> list[str]:
+    driver = ["-m", "tests.faults.gpu_faults", case.name, str(workdir)]
+    if case.ranks > 1:
+        launch = ["-m", "torch.distributed.run", "--standalone", f"--nproc-per-node={case.ranks}"]
+        return [python, *launch, *driver]
+    return [python, *driver]
+
+
+def command_line(case: GpuCase, argv: Sequence[str], workdir: Path) -> str:
+    """The recorded command: the case's environment, then argv, as a shell would take it."""
+    words = ["python" if i == 0 else a.replace(str(workdir), SCRATCH) for i, a in enumerate(argv)]
+    env = [f"{k}={shlex.quote(v)}" for k, v in sorted(case.env.items())]
+    return " ".join([*env, shlex.join(words)])
+
+
+def run_bounded(
+    argv: Sequence[str], env: dict[str, str], timeout: float, cwd: Path = ROOT
+) -> tuple[str, int]:
+    """Run in a new process group; past `timeout` the whole group is killed (exit 124).
+
+    Output goes to a file, not a pipe: a grandchild that outlives the kill (a torchrun
+    rank, a vLLM engine) cannot keep us waiting on an open pipe."""
+    with tempfile.TemporaryFile() as out:
+        proc = subprocess.Popen(
+            list(argv),
+            cwd=cwd,
+            env=env,
+            stdout=out,
+            stderr=subprocess.STDOUT,
+            start_new_session=True,
+        )
+        try:
+            code = proc.wait(timeout=timeout)
+            timed_out = False
+        except subprocess.TimeoutExpired:
+            timed_out = True
+            code = 124
+        _kill_group(proc.pid)  # ranks or engine processes left behind, in both cases
+        if timed_out:
+            proc.wait()
+        out.seek(0)
+        text = out.read().decode("utf-8", "replace")
+    if timed_out:
+        text += f"\n[timed out after {timeout:.0f} s; its process group was killed]\n"
+    return text, code
+
+
+def _kill_group(pgid: int) -> None:
+    try:
+        os.killpg(pgid, signal.SIGKILL)
+    except (ProcessLookupError, PermissionError):
+        pass
+
+
+def start_holder(share: float, env: dict[str, str]) -> subprocess.Popen[bytes]:
+    """A second process holding `share` of GPU 0, started and confirmed holding."""
+    argv = [sys.executable, "-m", "tests.faults.gpu_faults", "hold_memory", str(share)]
+    proc = subprocess.Popen(argv, cwd=ROOT, env=env, stdout=subprocess.PIPE, start_new_session=True)
+    assert proc.stdout is not None
+    deadline = time.monotonic() + HOLDER_WAIT_S
+    line = b""
+    os.set_blocking(proc.stdout.fileno(), False)
+    while time.monotonic() < deadline and proc.poll() is None and b"holding" not in line:
+        line += proc.stdout.read() or b""
+        time.sleep(0.2)
+    if b"holding" not in line:
+        _kill_group(proc.pid)
+        raise RuntimeError(f"the memory holder did not start: {line.decode(errors='replace')!r}")
+    return proc
+
+
+def metadata(case: GpuCase, command: str, exit_code: int, stack: dict[str, str]) -> dict[str, Any]:
+    """The CPU corpus's recording format (schema shop-r1.fault-case/1)."""
+    return {
+        "schema": "shop-r1.fault-case/1",
+        "family": FAMILY,
+        "case": case.name,
+        "cause": case.cause,
+        "expected": list(case.expected),
+        "command": command,
+        "exit_code": exit_code,
+        "evidence": {},
+        "versions": stack,
+    }
+
+
+def write_recording(out: Path, case: GpuCase, output: str, meta: dict[str, Any]) -> Path:
+    where = out / FAMILY
+    where.mkdir(parents=True, exist_ok=True)
+    (where / f"{case.name}.log").write_text(portable(output), encoding="utf-8")
+    text = json.dumps(meta, indent=2) + "\n"
+    (where / f"{case.name}.json").write_text(portable(text), encoding="utf-8")
+    return where / f"{case.name}.json"
+
+
+def record_case(case: GpuCase, out: Path, stack: dict[str, str]) -> int:
+    work = Path(tempfile.mkdtemp(prefix=f"shop-r1-{case.name}-"))
+    env = {**os.environ, "PYTHONPATH": str(ROOT), "PYTHONUNBUFFERED": "1", **case.env}
+    holder = start_holder(case.holds_memory, env) if case.holds_memory else None
+    try:
+        argv = build_argv(case, work)
+        output, code = run_bounded(argv, env, case.timeout)
+    finally:
+        if holder is not None:
+            _kill_group(holder.pid)
+            holder.wait()
+    output = output.replace(str(work), SCRATCH)
+    write_recording(out, case, output, metadata(case, command_line(case, argv, work), code, stack))
+    return code
+
+
+def main(argv: list[str]) -> int:
+    parser = argparse.ArgumentParser(prog="python -m tests.faults.gpu_record")
+    parser.add_argument("--out", type=Path, required=True, help="where to write gpu/<case>.*")
+    parser.add_argument("cases", nargs="*", help="case names (default: all)")
+    args = parser.parse_args(argv)
+    chosen = [c for c in CASES if not args.cases or c.name in args.cases]
+    if not chosen:
+        print(f"no case matches {args.cases}; cases: {[c.name for c in CASES]}", file=sys.stderr)
+        return 2
+    gpus = gpu_count()
+    if gpus == 0:
+        print("no NVIDIA GPU visible (nvidia-smi -L lists none): nothing to record")
+        return 2
+    stack = {**versions(), **gpu_versions()}
+    if importable("vllm"):
+        import importlib.metadata
+
+        stack["vllm"] = importlib.metadata.version("vllm")
+    started = time.monotonic()
+    for case in chosen:
+        why = skip_reason(case, gpus)
+        left = BUDGET_S - (time.monotonic() - started)
+        if why is None and case.timeout + (HOLDER_WAIT_S if case.holds_memory else 0) > left:
+            why = f"{left:.0f} s left of the {BUDGET_S:.0f} s budget"
+        if why:
+            print(f"skip {case.id}: {why}", flush=True)
+            continue
+        t0 = time.monotonic()
+        code = record_case(case, args.out, stack)
+        note = "" if code != 0 else "  (exit 0: the failure did not happen; check the log)"
+        print(f"{case.id}: exit {code}, {time.monotonic() - t0:.1f} s{note}", flush=True)
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main(sys.argv[1:]))

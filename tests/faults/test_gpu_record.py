@@ -1,0 +1,143 @@
+"""The GPU recorder's parts that need no GPU: which cases run, how each is launched, how a
+hang ends, and that what it writes is the corpus's recording format."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from . import gpu_faults, gpu_record
+from .gpu_faults import CASES
+from .suite import load_recordings
+from .verdict_gpu import check_gpu_diagnosis
+
+BY_NAME = {c.name: c for c in CASES}
+
+
+def test_cases_are_bounded_and_fit_the_budget():
+    assert all(c.timeout <= 90 for c in CASES)
+    holders = sum(gpu_record.HOLDER_WAIT_S for c in CASES if c.holds_memory)
+    assert sum(c.timeout for c in CASES) + holders <= gpu_record.BUDGET_S < 360
+    assert all(callable(getattr(gpu_faults, c.name)) for c in CASES)
+
+
+def test_two_rank_cases_go_through_torchrun_with_the_case_env():
+    case = BY_NAME["ranks_one_gpu"]
+    work = Path("/tmp/shop-r1-ranks_one_gpu-abc")
+    argv = gpu_record.build_argv(case, work, python="/venv/bin/python")
+    assert argv == [
+        "/venv/bin/python", "-m", "torch.distributed.run", "--standalone", "--nproc-per-node=2",
+        "-m", "tests.faults.gpu_faults", "ranks_one_gpu", str(work),
+    ]  # fmt: skip
+    assert gpu_record.command_line(case, argv, work) == (
+        "NCCL_DEBUG=WARN python -m torch.distributed.run --standalone --nproc-per-node=2"
+        " -m tests.faults.gpu_faults ranks_one_gpu /tmp/shop-r1-fault"
+    )
+
+
+def test_hidden_gpus_are_an_empty_variable_in_the_command():
+    case = BY_NAME["gpus_hidden_to_cuda"]
+    work = Path("/tmp/w")
+    argv = gpu_record.build_argv(case, work, python="python")
+    assert argv == ["python", "-m", "tests.faults.gpu_faults", "gpus_hidden_to_cuda", "/tmp/w"]
+    assert gpu_record.command_line(case, argv, work).startswith("CUDA_VISIBLE_DEVICES='' python -m")
+
+
+@pytest.mark.parametrize(
+    ("name", "gpus", "missing", "why"),
+    [
+        ("nccl_timeout", 1, set(), "needs 2 GPUs, this machine has 1"),
+        ("nccl_timeout", 2, set(), None),
+        ("ranks_one_gpu", 1, set(), None),
+        ("vllm_memory_taken", 1, {"vllm"}, "needs vllm (not importable here)"),
+        ("gpus_hidden_trl_bf16", 8, {"trl"}, "needs trl (not importable here)"),
+    ],
+)
+def test_skip_reasons(name, gpus, missing, why):
+    assert gpu_record.skip_reason(BY_NAME[name], gpus, lambda m: m not in missing) == why
+
+
+def _fake_smi(stdout: str, code: int = 0):
+    def run(argv, **kw):
+        return subprocess.CompletedProcess(argv, code, stdout, "")
+
+    return run
+
+
+def test_gpu_count_reads_nvidia_smi():
+    listing = (
+        "GPU 0: NVIDIA H100 80GB HBM3 (UUID: GPU-1)\nGPU 1: NVIDIA H100 80GB HBM3 (UUID: GPU-2)\n"
+    )
+    assert gpu_record.gpu_count(_fake_smi(listing)) == 2
+    assert gpu_record.gpu_count(_fake_smi("", code=9)) == 0
+    assert gpu_record.gpu_versions(_fake_smi("NVIDIA H100 80GB HBM3, 570.86.15, 81559 MiB\n")) == {
+        "gpu": "1 x NVIDIA H100 80GB HBM3 (81559 MiB)",
+        "nvidia_driver": "570.86.15",
+    }
+
+
+def test_a_hanging_case_is_killed_with_its_whole_group(tmp_path):
+    pidfile = tmp_path / "grandchild.pid"
+    script = f"sleep 60 & echo $! > {pidfile}; echo started; wait"
+    t0 = time.monotonic()
+    output, code = gpu_record.run_bounded(["bash", "-c", script], dict(os.environ), timeout=2)
+    assert time.monotonic() - t0 < 20
+    assert code == 124
+    assert "started" in output and "[timed out after 2 s; its process group was killed]" in output
+    grandchild = int(pidfile.read_text())
+    for _ in range(50):  # reaped by init shortly after the kill
+        if not Path(f"/proc/{grandchild}").exists() or "Z" in _state(grandchild):
+            break
+        time.sleep(0.1)
+    assert not Path(f"/proc/{grandchild}").exists() or "Z" in _state(grandchild)
+
+
+def _state(pid: int) -> str:
+    try:
+        return Path(f"/proc/{pid}/stat").read_text().split(") ", 1)[1][:1]
+    except OSError:
+        return "Z"
+
+
+def test_a_failing_command_keeps_its_output_and_status():
+    output, code = gpu_record.run_bounded(
+        [sys.executable, "-c", "import sys; print('out'); sys.exit('boom')"], dict(os.environ), 30
+    )
+    assert code == 1 and "out" in output and "boom" in output
+
+
+def test_the_recording_is_the_corpus_format_and_is_read_as_one(tmp_path):
+    case = BY_NAME["cuda_oom"]
+    log = (
+        "torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 118.79 GiB. GPU 0 has a"
+        " total capacity of 79.19 GiB of which 78.68 GiB is free.\n"
+    )
+    meta = gpu_record.metadata(
+        case, "python -m tests.faults.gpu_faults cuda_oom /tmp/x", 1, {"torch": "2.13.0"}
+    )
+    gpu_record.write_recording(tmp_path, case, f"{sys.prefix}/lib/x.py\n{log}", meta)
+    [rec] = load_recordings(tmp_path, families=("gpu",))
+    assert (rec.family, rec.case, rec.expected) == ("gpu", "cuda_oom", ("GPU_OUT_OF_MEMORY",))
+    assert rec.meta["schema"] == "shop-r1.fault-case/1" and rec.meta["exit_code"] == 1
+    assert rec.log.startswith("<venv>/lib/x.py\n")  # this machine's paths are not kept
+    check_gpu_diagnosis(rec)
+
+
+def test_a_recording_whose_failure_did_not_happen_fails_the_guard(tmp_path):
+    case = BY_NAME["ranks_one_gpu"]
+    meta = gpu_record.metadata(case, "torchrun ...", 0, {})
+    gpu_record.write_recording(tmp_path, case, "rank 0: all_reduce gave 2.0\n", meta)
+    [rec] = load_recordings(tmp_path, families=("gpu",))
+    with pytest.raises(AssertionError, match="exited 0"):
+        check_gpu_diagnosis(rec)
+
+
+def test_main_without_a_gpu_says_so(tmp_path, monkeypatch, capsys):
+    monkeypatch.setenv("PATH", str(Path(sys.executable).parent))  # no nvidia-smi here
+    assert gpu_record.main(["--out", str(tmp_path)]) == 2
+    assert "no NVIDIA GPU visible" in capsys.readouterr().out
