@@ -415,11 +415,18 @@ def _cleanup(has_server: bool, ray: bool) -> list[str]:
             "    # shellcheck disable=SC2086",
             "    kill -KILL $RAY_OURS 2>/dev/null || true",
             "  fi",
+            "  # The address file of a head this script started would name a dead head: the",
+            "  # next run (ours or anyone's ray.init) then refuses it. `ray stop` removes it too.",
+            '  if [[ -n "$RAY_HEAD_GCS" ]]; then',
+            '    for f in "$RAY_TEMP_DIR/ray_current_cluster" "$RAY_FILE"; do',
+            '      if [[ "$(cat "$f" 2>/dev/null)" == "$RAY_HEAD_GCS" ]]; then rm -f "$f"; fi',
+            "    done",
+            "  fi",
         ]
     if not body:
         return []
     head = ['SERVER_PID=""'] if has_server else []
-    head += ['RAY_OURS=""'] if ray else []
+    head += ['RAY_OURS=""', 'RAY_HEAD_GCS=""'] if ray else []
     return [
         "",
         "# Whatever happens, the server (and its engine processes) go down with the run.",
@@ -479,6 +486,7 @@ def _ray(multi_node: bool, nodes: int, tag: str) -> list[str]:
         '    log "starting a Ray head on port $RAY_PORT (temp dir $RAY_TEMP_DIR)"',
         '    ray_start --head --port "$RAY_PORT" --temp-dir "$RAY_TEMP_DIR"',
         '    gcs="$(cat "$RAY_TEMP_DIR/ray_current_cluster" 2>/dev/null)" || fail "ray start wrote no $RAY_TEMP_DIR/ray_current_cluster"',
+        '    RAY_HEAD_GCS="$gcs"',
         "  fi",
         '  export RAY_ADDRESS="$gcs"',
     ]

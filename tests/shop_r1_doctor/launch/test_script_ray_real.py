@@ -235,6 +235,8 @@ def test_launch_ray_starts_its_own_head_and_stops_only_that(tmp_path, short_dirs
     log = (tmp_path / "rundir" / "sft.log").read_text()
     assert any(line.endswith(f":{port}") and " joined " in line for line in log.splitlines())
     assert not _pids_of(f"{own_dir}/ray"), "the head the script started is still running"
+    # its address file goes with it: left behind, the next run refused the dead head (2x H200)
+    assert not os.path.exists(f"{own_dir}/ray/ray_current_cluster")
 
 
 def test_launch_ray_unreachable_ray_address_fails_on_the_terminal(tmp_path, short_dirs):
