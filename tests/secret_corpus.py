@@ -175,6 +175,31 @@ BARE: list[tuple[str, str]] = [
     ("pem_body", "attached below\n" + PEM + "\nend of file"),
 ]
 
+# Real keys of these shapes carry `_` and `-` in their bodies (OpenAI project keys,
+# Google keys, `tvly-dev-...`); the rows above happen to have none, so a shape whose
+# character class lost `_` or `-` would still match them. Each value here has both
+# (where its shape allows them) away from its ends, in bare prose like BARE.
+SEPARATED: dict[str, str] = {
+    "openai": "sk-" + "proj-" + "Zx9-Qw_" * 6,
+    "anthropic": "sk-" + "ant-api03-" + "Q1w-E2r_" * 5 + "AA",
+    "github_pat": "github" + "_pat_" + "11ABC" + "D2e_" * 20,
+    "gitlab": "gl" + "pat-" + "k9_x-" * 5,
+    "google": "AI" + "za" + "SyB4c-D5e_" * 3 + "F6g-h",
+    "google_oauth": "ya" + "29." + "A0Ar-" + "B1b_" * 5,
+    "slack_app": "xa" + "pp-1-" + "A0B1C2D3E4F5-" + "1234567890-" + "ab12cd34",
+    "slack": "xo" + "xb-" + "1234567890-" + "1234567890123-" + "AbCdEf" * 4,
+    "pypi": "pypi-" + "AgEIcHlwaS5vcmc" + "Q1w2_-" * 9,
+    "tavily": "tvly-" + "dev-" + "T4v_" * 6,
+    "telegram": "123456789" + ":AA" + "Hd_-" * 8 + "x",
+    "jwt": "ey"
+    + "JhbGciOiJIUzI1NiJ9"
+    + "."
+    + "ey"
+    + "JzdWIi-OiIx_MjM0In0"
+    + "."
+    + "S1gn_4tur3-" * 3,
+}
+
 # (secret name, env var name, value): what an env probe sees.
 ENV_CASES: list[tuple[str, str, str]] = [
     ("hf", "HF_TOKEN", S["hf"]),

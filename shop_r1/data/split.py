@@ -12,16 +12,19 @@ def split_by_session(
 ) -> tuple[list[Session], list[Session]]:
     """Shuffle sessions with `seed` and hold out round(n * test_fraction) of them.
 
-    At least one session goes to each side when there are two or more sessions and
-    0 < test_fraction < 1, so a tiny smoke run still has something to evaluate.
-    Both sides keep the input order.
+    Below a fraction of 1 training keeps at least one session (a single session trains,
+    it is never held out), and above 0 at least one is held out when there are two or
+    more, so a tiny smoke run still has something to evaluate. Both sides keep the
+    input order.
     """
     if not 0.0 <= test_fraction <= 1.0:
         raise ValueError(f"test_fraction: must be in [0, 1], got {test_fraction}")
     n = len(sessions)
     n_test = round(n * test_fraction)
-    if n >= 2 and 0.0 < test_fraction < 1.0:
-        n_test = min(max(n_test, 1), n - 1)
+    if test_fraction < 1.0:
+        n_test = min(n_test, max(n - 1, 0))
+    if n >= 2 and test_fraction > 0.0:
+        n_test = max(n_test, 1)
     order = list(range(n))
     random.Random(seed).shuffle(order)
     test_idx = set(order[:n_test])

@@ -108,13 +108,18 @@ def _cpu_build(out: Partial) -> None:
 
     With torch installed and no ROCm build, that is a CPU-only wheel; the raw value is kept
     under `_cuda_text` while lines are read and decided here, once ROCm's line is known.
+    A ROCm build records its HIP version (torch.version.hip, as the probe does) and leaves
+    `cuda` unknown: a ROCm torch whose version has no `+rocm` tag (`2.4.0a0+git...`, built
+    from source) would otherwise read as a CPU-only build.
     """
     torch = out.facts.get("torch")
     if not isinstance(torch, dict):
         return
     text = torch.pop("_cuda_text", None)
     rocm = torch.pop("_rocm", None)
-    if text is not None and "cuda" not in torch and torch.get("version") and not rocm:
+    if rocm:
+        torch["hip"] = rocm
+    elif text is not None and "cuda" not in torch and torch.get("version"):
         torch["cuda"] = None
 
 
@@ -138,8 +143,9 @@ def _key(out: Partial, key: str, value: str, line: Line, where: str) -> bool:
         out.facts.setdefault("torch", {})["_cuda_text"] = value
         out.lines.append(line.number)
         return False
-    if key == "ROCM used to build PyTorch" and not is_unknown(value):
+    if key == "ROCM used to build PyTorch" and not (is_unknown(value) or value == "None"):
         out.facts.setdefault("torch", {})["_rocm"] = value
+        out.lines.append(line.number)
         return False
     if is_unknown(value):
         return False

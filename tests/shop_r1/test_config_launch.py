@@ -100,3 +100,50 @@ def test_bad_ports_are_reported_by_field(tmp_path):
     assert "vllm_group_port: must be a TCP port" in str(err.value)
     with pytest.raises(ToolError, match="vllm_group_port: 8000 is also vllm_server_port"):
         load_config("grpo", flags={"vllm_group_port": 8000})
+
+
+@pytest.mark.parametrize(
+    ("task", "gpus", "nodes", "vllm", "procs"),
+    [
+        ("sft", 4, 1, False, 4),
+        ("sft", 4, 2, False, 8),
+        ("sft", 1, 3, False, 3),
+        ("grpo", 4, 2, False, 8),
+        ("grpo", 4, 2, True, 8),  # several nodes: vLLM colocated in each process
+        ("grpo", 4, 1, True, 3),  # one node: one GPU serves vLLM
+    ],
+)
+def test_generated_config_loads_as_the_trainer_loads_it_under_accelerate(
+    tmp_path, monkeypatch, task, gpus, nodes, vllm, procs
+):
+    """Every process accelerate starts loads `run.config.yaml` with WORLD_SIZE set to the
+    `--num_processes` the script passed: on several nodes that is the count of all nodes."""
+    import re
+
+    import yaml
+
+    from shop_r1_doctor.launch import LaunchRequest, plan_launch, render_launch
+    from shop_r1_doctor.profiles.model import get_profile
+
+    req = LaunchRequest(
+        task=task,
+        profile=get_profile("hopper"),
+        python="/opt/venv/bin/python3",
+        gpus=gpus,
+        nodes=nodes,
+        data="sessions.jsonl",
+        vllm_available=vllm,
+    )
+    files = render_launch(plan_launch(req), "run.sh").files
+    for name, text in files.items():
+        (tmp_path / name).write_text(text)
+    launched = re.findall(
+        r'accelerate\.commands\.launch .*--num_processes "(\d+)"', files["run.sh"]
+    )
+    assert launched == [str(procs)]
+    assert yaml.safe_load(files["run.accelerate.yaml"])["num_processes"] == procs
+    monkeypatch.setenv("WORLD_SIZE", launched[0])
+    cfg, source = load_config(task, yaml_path=tmp_path / "run.config.yaml")
+    assert cfg.num_processes == procs and source["num_processes"] == str(
+        tmp_path / "run.config.yaml"
+    )

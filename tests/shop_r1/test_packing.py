@@ -184,6 +184,31 @@ def test_generate_on_sdpa_varlen_equals_sdpa(padded):
     assert torch.equal(out["sdpa"], out[packing.NAME])
 
 
+def test_left_padded_forward_on_sdpa_varlen_equals_sdpa_at_every_kept_token():
+    """A left-padded batch is not packed: the CPU fallback must honour the padding mask.
+    Greedy tokens of a tiny random model hide a kernel that attends to the pad tokens;
+    the logits of every kept token do not."""
+    from shop_r1.tiny import model_from_config_dict
+
+    packing.register()
+    gen = torch.Generator().manual_seed(5)
+    lengths = (5, 12, 9)
+    width = max(lengths)
+    ids = torch.zeros(len(lengths), width, dtype=torch.long)
+    mask = torch.zeros(len(lengths), width, dtype=torch.long)
+    for i, n in enumerate(lengths):
+        ids[i, width - n :] = torch.randint(1, 300, (n,), generator=gen)
+        mask[i, width - n :] = 1
+    logits = {}
+    for attn in ("sdpa", packing.NAME):
+        model = model_from_config_dict(CONFIG, attn_implementation=attn).eval()
+        with torch.no_grad():
+            logits[attn] = model(input_ids=ids, attention_mask=mask).logits
+    kept = mask.bool()
+    diff = (logits["sdpa"][kept] - logits[packing.NAME][kept]).abs().max().item()
+    assert diff < 1e-5, diff
+
+
 def test_pack_bins_keeps_every_row_whole_within_the_budget():
     from datasets import Dataset
 

@@ -17,7 +17,7 @@ from shop_r1_doctor.redact import (
     redact_hosts,
     redact_text,
 )
-from tests.secret_corpus import BARE, CASES, ENV_CASES, SECRETS, SURVIVORS
+from tests.secret_corpus import BARE, CASES, ENV_CASES, SECRETS, SEPARATED, SURVIVORS
 
 
 def test_corpus_size_is_what_the_report_claims():
@@ -25,6 +25,7 @@ def test_corpus_size_is_what_the_report_claims():
     assert len(SECRETS) == 42
     assert len(CASES) + len(ENV_CASES) == 91
     assert len(BARE) == 22
+    assert len(SEPARATED) == 12
     assert len(SURVIVORS) == 41
 
 
@@ -143,6 +144,24 @@ def test_each_token_shape_has_a_bare_row_only_it_catches(monkeypatch, shape):
     monkeypatch.setattr(redact, "_TOKENS", re.compile("|".join(f"(?:{p})" for p in others)))
     leaked = [t for n, t in BARE if SECRETS[n] in redact.redact_text(t, home="/home/u")]
     assert leaked, f"deleting {shape!r} leaks no bare-prose row: the corpus cannot see it"
+
+
+@pytest.mark.parametrize(("name", "value"), SEPARATED.items(), ids=list(SEPARATED))
+def test_a_token_with_underscores_and_dashes_is_redacted_whole(name, value):
+    assert redact_text(f"sent {value} along", home="/home/u") == f"sent {REDACTED} along"
+
+
+@pytest.mark.parametrize("shape", [p for p in redact._TOKEN_SHAPES if re.search(r"[_-]\]", p)])
+def test_each_shape_that_allows_underscores_or_dashes_has_a_row_that_needs_them(monkeypatch, shape):
+    narrowed = shape.replace("_-]", "]").replace("_]", "]").replace("-]", "]")
+    shapes = [narrowed if p == shape else p for p in redact._TOKEN_SHAPES]
+    monkeypatch.setattr(redact, "_TOKENS", re.compile("|".join(f"(?:{p})" for p in shapes)))
+    cut = [
+        n
+        for n, v in SEPARATED.items()
+        if redact.redact_text(f"sent {v} along") != f"sent {REDACTED} along"
+    ]
+    assert cut, f"{shape!r} without `_`/`-` still redacts every SEPARATED row whole"
 
 
 # The other layers and guards, each replaced by a no-op (patterns that never match,

@@ -105,6 +105,27 @@ def test_split_by_session_is_disjoint_and_deterministic():
     assert len(split_by_session(sessions[:2], 0.01)[1]) == 1
 
 
+@pytest.mark.parametrize(
+    ("n", "fraction", "n_train", "n_test"),
+    [
+        (0, 0.5, 0, 0),
+        (1, 0.0, 1, 0),
+        (1, 0.6, 1, 0),  # one session trains: holding it out would leave nothing to train
+        (1, 0.99, 1, 0),
+        (1, 1.0, 0, 1),
+        (2, 0.0, 2, 0),
+        (2, 0.01, 1, 1),
+        (2, 0.99, 1, 1),  # round(1.98) = 2 would hold out both
+        (3, 0.9, 1, 2),
+        (10, 0.96, 1, 9),
+        (10, 1.0, 0, 10),
+    ],
+)
+def test_split_keeps_a_training_session_below_a_fraction_of_one(n, fraction, n_train, n_test):
+    train, test = split_by_session([_session(f"s{i}", 1) for i in range(n)], fraction, seed=2)
+    assert (len(train), len(test)) == (n_train, n_test)
+
+
 def test_prompts_full_latest_and_budget():
     session = _session(n=4, page="<html>" + "y" * 400 + "</html>")
     full = build_messages(session, 3)

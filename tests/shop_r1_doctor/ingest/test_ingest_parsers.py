@@ -245,3 +245,44 @@ def test_cpu_build_fix_pins_a_release_on_an_index_that_has_it():
         found.fix
         == "python3 -m pip install --force-reinstall torch==2.5.1 --index-url https://download.pytorch.org/whl/cu124"
     )
+
+
+def _rocm_dump(version: str, cuda: str, rocm: str, available: str) -> str:
+    """collect_env's lines as torch 2.x prints them on a ROCm (or CPU) build."""
+    return (
+        f"PyTorch version: {version}\nIs debug build: False\n"
+        f"CUDA used to build PyTorch: {cuda}\nROCM used to build PyTorch: {rocm}\n\n"
+        "OS: Ubuntu 22.04.4 LTS (x86_64)\n"
+        f"Is CUDA available: {available}\nCUDA runtime version: Could not collect\n"
+        "GPU models and configuration: AMD Instinct MI300X (gfx942:sramecc+:xnack-)\n"
+        "Nvidia driver version: Could not collect\nHIP runtime version: 6.2.41133\n"
+    )
+
+
+HIP = "6.2.41133-dd7f95766"
+
+
+@pytest.mark.parametrize(
+    ("version", "cuda", "rocm", "available", "torch", "cpu_build"),
+    [
+        # ROCm: torch.version.cuda is None there too, yet it is no CPU build (unknown
+        # CUDA, never None)
+        ("2.5.1+rocm6.2", "N/A", HIP, "True", {"hip": HIP}, None),
+        ("2.4.0a0+git1d1e6d5", "N/A", HIP, "True", {"hip": HIP}, None),
+        ("2.4.0a0+git1d1e6d5", "None", HIP, "True", {"hip": HIP}, None),
+        ("2.4.0a0+git1d1e6d5", "Could not collect", HIP, "True", {"hip": HIP}, None),
+        # the other side of the same decision: no ROCm either, a CPU-only wheel
+        ("2.4.0a0+git1d1e6d5", "N/A", "N/A", "False", {"cuda": None}, True),
+        ("2.5.1", "None", "None", "False", {"cuda": None}, True),
+        ("2.5.1+cu124", "12.4", "N/A", "True", {"cuda": "12.4"}, False),
+    ],
+)
+def test_rocm_collect_env_is_not_read_as_a_cpu_build(
+    version, cuda, rocm, available, torch, cpu_build
+):
+    from shop_r1_doctor.checks._base import torch_is_cpu_build
+    from shop_r1_doctor.facts import Facts
+
+    snap = snapshot_from_dump(_rocm_dump(version, cuda, rocm, available), "rocm.txt")
+    assert snap["torch"] == {"version": version, "cuda_available": available == "True", **torch}
+    assert torch_is_cpu_build(Facts(snap)) is cpu_build
