@@ -21,7 +21,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from shop_r1_doctor.causes import Diagnosis, rank_causes
-from shop_r1_doctor.facts import NOT_PROBED, Facts
+from shop_r1_doctor.facts import NOT_PROBED, Facts, shown
 from shop_r1_doctor.findings import Finding
 from shop_r1_doctor.fixplan import PLAN_HEADING, FixPlan, render_lines
 from shop_r1_doctor.logscan import (
@@ -357,11 +357,9 @@ def _gpus(facts: Facts) -> str:
         return "none visible"
     out = []
     for g in gpus:
-        mem = g.get("memory_total_bytes")
+        mem = g.memory_total_bytes
         size = f", {mem / 2**30:.0f} GiB" if isinstance(mem, int) else ""
-        out.append(
-            f"{g.get('index', '?')}: {g.get('name', '?')} (cc {g.get('compute_capability', '?')}{size})"
-        )
+        out.append(f"{shown(g.index)}: {shown(g.name)} (cc {shown(g.compute_capability)}{size})")
     return "; ".join(out)
 
 

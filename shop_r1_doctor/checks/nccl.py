@@ -117,7 +117,7 @@ def no_p2p(name: object) -> bool:
 
 def consumer_p2p(facts: Facts) -> Iterator[Finding]:
     # knowledge/gpus.yaml: `p2p: false` marks the cards whose PCIe P2P path hangs NCCL
-    gpus = [g for g in visible_gpus(facts) if no_p2p(g.get("name"))]
+    gpus = [g for g in visible_gpus(facts) if no_p2p(g.name)]
     # Unset must be known: a dump that lists no environment says nothing about it.
     # NCCL reads the variable as a number: 0 leaves P2P on.
     disabled = env_set(facts, "NCCL_P2P_DISABLE")

@@ -32,10 +32,10 @@ def wsl_cuda_visible_devices(facts: Facts) -> Iterator[Finding]:
     cvd = facts.env_value("CUDA_VISIBLE_DEVICES")
     if not facts.wsl or cvd is None:
         return
-    if not all(isinstance(g.get("index"), int) for g in facts.gpus):
+    if not all(isinstance(g.index, int) for g in facts.gpus):
         return  # GPUs named without indices: which ones CVD names is unknown
     items = [x.strip() for x in cvd.split(",") if x.strip()]
-    indices = {g.get("index") for g in facts.gpus}
+    indices = {g.index for g in facts.gpus}
     bad = (
         not items
         or any(x.startswith("-") for x in items)
