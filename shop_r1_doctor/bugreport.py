@@ -269,8 +269,8 @@ def _environment(facts: Facts, data: ReportInput) -> str:
     for name in PACKAGES:
         if facts.installed(name) is None:
             continue
-        version = facts.package(name)
-        rows.append((name, str(version.get("version")) if version else "not installed"))
+        record = facts.package(name)
+        rows.append((name, shown(record.version, "None") if record else "not installed"))
     table = ["| | |", "|---|---|"] + [f"| {k} | {_cell(v or 'unknown')} |" for k, v in rows]
     note = "" if data.machine_feeds_diagnosis else "Of the machine writing this report.\n\n"
     return "## This machine: environment\n\n" + note + "\n".join(table)

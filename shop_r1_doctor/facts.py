@@ -13,6 +13,7 @@ import re
 from typing import Any
 
 import msgspec
+from packaging.utils import canonicalize_name
 from packaging.version import InvalidVersion, Version
 
 from shop_r1_doctor.hardware import parse_cc
@@ -66,6 +67,24 @@ class GpuFacts(msgspec.Struct, frozen=True, kw_only=True):
     # NOT_PROBED: the probe could not list them; () : it looked and found none
     processes: tuple[GpuProcess, ...] | NotProbed = NOT_PROBED
     source: str | NotProbed = NOT_PROBED  # "torch": from torch's device list only
+
+
+class PackageFacts(msgspec.Struct, frozen=True, kw_only=True):
+    """One installed distribution (probes/packages.py, ingest/pip_list.py); a dump that
+    lists names and versions only leaves `requires` NOT_PROBED."""
+
+    version: str | NotProbed = NOT_PROBED
+    # environment markers already evaluated on the probed machine
+    requires: tuple[str, ...] | NotProbed = NOT_PROBED
+
+
+def _package(value: dict[Any, Any]) -> PackageFacts:
+    # Requirements decode one by one: one odd entry leaves the others known.
+    reqs = value.get("requires")
+    record = decode_known({k: v for k, v in value.items() if k != "requires"}, PackageFacts)
+    if not isinstance(reqs, list):
+        return record
+    return msgspec.structs.replace(record, requires=tuple(r for r in reqs if isinstance(r, str)))
 
 
 def shown(value: object, missing: str = "?") -> str:
@@ -183,25 +202,32 @@ class Facts:
         value = self.env.get(name)
         return value if isinstance(value, str) else None
 
-    def package(self, name: str) -> dict[str, Any] | None:
-        value = self.section("packages").get(name)
-        return value if isinstance(value, dict) else None
+    @functools.cached_property
+    def packages(self) -> dict[str, PackageFacts | None]:
+        """Installed dists by canonical name; None: looked, not installed; a name that is
+        not a key: not probed. Built once: checks look packages up hundreds of times."""
+        out: dict[str, PackageFacts | None] = {}
+        for name, value in self.section("packages").items():
+            if isinstance(name, str) and (value is None or isinstance(value, dict)):
+                out[canonicalize_name(name)] = _package(value) if value is not None else None
+        return out
+
+    def package(self, name: str) -> PackageFacts | None:
+        """The dist's record; None when it is not installed or not probed."""
+        return self.packages.get(canonicalize_name(name))
 
     def installed(self, name: str) -> bool | None:
         """True/False when the packages section says so; None when unknown."""
-        packages = self.section("packages")
-        if name not in packages:
-            return None
-        return isinstance(packages[name], dict)
+        key = canonicalize_name(name)
+        return None if key not in self.packages else self.packages[key] is not None
 
     def version(self, name: str) -> Version | None:
         pkg = self.package(name)
-        return parse_version(pkg.get("version")) if pkg else None
+        return parse_version(pkg.version) if pkg else None
 
     def requires(self, name: str) -> list[str]:
         pkg = self.package(name)
-        reqs = pkg.get("requires") if pkg else None
-        return [r for r in reqs if isinstance(r, str)] if isinstance(reqs, list) else []
+        return list(pkg.requires) if pkg and pkg.requires else []
 
     def import_ok(self, module: str) -> bool | None:
         value = self.section("imports").get(module)

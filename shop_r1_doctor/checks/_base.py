@@ -1,4 +1,4 @@
-"""Small shared readers for checks: packages by canonical name, torch's build, GPUs.
+"""Small shared readers for checks: torch's build, GPUs (packages: Facts.package and co.).
 
 All of them follow the snapshot contract: a missing fact gives None ("unknown"), and
 none of them raises on odd input.
@@ -7,11 +7,8 @@ none of them raises on odd input.
 from __future__ import annotations
 
 import re
-import weakref
 from collections.abc import Iterable
-from typing import Any
 
-from packaging.utils import canonicalize_name
 from packaging.version import Version
 
 from shop_r1_doctor.catalog import finding as finding  # re-exported: checks build findings here
@@ -75,62 +72,12 @@ def visible_gpus(facts: Facts) -> list[GpuFacts]:
     return [g for g in gpus if g.index in wanted]
 
 
-# --- packages ---------------------------------------------------------------------------
-
-
-_PACKAGES: weakref.WeakKeyDictionary[Facts, dict[str, dict[str, Any] | None]] = (
-    weakref.WeakKeyDictionary()
-)
-
-
-def packages(facts: Facts) -> dict[str, dict[str, Any] | None]:
-    """Installed dists by canonical name; value None = looked, not installed.
-
-    Built once per Facts: checks look packages up hundreds of times per run.
-    """
-    cached = _PACKAGES.get(facts)
-    if cached is not None:
-        return cached
-    out: dict[str, dict[str, Any] | None] = {}
-    for name, value in facts.section("packages").items():
-        if isinstance(name, str) and (value is None or isinstance(value, dict)):
-            out[canonicalize_name(name)] = value
-    _PACKAGES[facts] = out
-    return out
-
-
-def pkg(facts: Facts, name: str) -> dict[str, Any] | None:
-    return packages(facts).get(canonicalize_name(name))
-
-
-def pkg_known(facts: Facts, name: str) -> bool:
-    return canonicalize_name(name) in packages(facts)
-
-
-def pkg_installed(facts: Facts, name: str) -> bool | None:
-    """True / False (looked, absent) / None (unknown)."""
-    table = packages(facts)
-    key = canonicalize_name(name)
-    return None if key not in table else table[key] is not None
-
-
-def pkg_version(facts: Facts, name: str) -> Version | None:
-    p = pkg(facts, name)
-    return parse_version(p.get("version")) if p else None
-
-
-def pkg_requires(facts: Facts, name: str) -> list[str]:
-    p = pkg(facts, name)
-    reqs = p.get("requires") if p else None
-    return [r for r in reqs if isinstance(r, str)] if isinstance(reqs, list) else []
-
-
 # --- torch ------------------------------------------------------------------------------
 
 
 def torch_version(facts: Facts) -> Version | None:
     t = facts.torch
-    return (parse_version(t.version) if t else None) or pkg_version(facts, "torch")
+    return (parse_version(t.version) if t else None) or facts.version("torch")
 
 
 def torch_cuda(facts: Facts) -> Version | None:

@@ -11,7 +11,6 @@ from shop_r1_doctor.checks._base import (
     finding,
     gpu_index,
     gpu_name,
-    packages,
     torch_cuda,
     torch_version,
     visible_gpus,
@@ -117,12 +116,12 @@ def gpu_expected(facts: Facts) -> str | None:
     cvd = facts.env_value("CUDA_VISIBLE_DEVICES")
     if cvd is not None and cvd.strip() not in ("", "-1"):
         return f"CUDA_VISIBLE_DEVICES={cvd} is set"
-    for name, info in packages(facts).items():
+    for name, info in facts.packages.items():
         if info is not None and (
             name in ("vllm", "flash-attn")
             or (name.startswith("nvidia-") and name not in NOT_CUDA_DISTS)
         ):
-            return f"{name} {info.get('version', '')} is installed".replace("  ", " ")
+            return f"{name} {shown(info.version, '')} is installed".replace("  ", " ")
     if facts.plan.use_vllm is True:
         return "the plan uses vLLM"
     if facts.plan.attn_implementation in GPU_PLAN_ATTN:

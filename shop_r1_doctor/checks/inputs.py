@@ -33,7 +33,8 @@ ENV_READERS = {"env_value", "env_set"}
 # Readers whose argument names a package or an import module: the packages/imports probes
 # record every distribution and every probed module, so they are not facts by key.
 NAME_READERS = {"package", "installed", "version", "requires", "import_ok", "import_error"}
-NAME_READERS |= {"pkg", "pkg_known", "pkg_installed", "pkg_version", "pkg_requires"}
+# ... but the field a reader returns is a fact of the package record (PackageFacts).
+RECORD_READERS = {"requires": "requires", "version": "version"}
 # `Facts` properties -> the snapshot key they read.
 FACT_PROPERTIES = {
     "os": "os",
@@ -116,6 +117,8 @@ def reads_of(node: ast.AST) -> Reads:
             args = [a for a in map(_literal, sub.args) if a]
             if name in ENV_READERS:
                 out.env |= set(args)
+            elif name in RECORD_READERS and isinstance(func, ast.Attribute) and args:
+                out.facts.add(RECORD_READERS[name])  # facts.requires("torch")
             elif name == "get" and sub.args and _literal(sub.args[0]):
                 out.facts.add(_literal(sub.args[0]))  # type: ignore[arg-type]
         elif (

@@ -19,8 +19,6 @@ from shop_r1_doctor.checks._base import (
     gpu_index,
     gpu_name,
     gpu_names,
-    pkg_installed,
-    pkg_version,
     uses_vllm,
     visible_gpus,
     vllm_engines,
@@ -61,7 +59,7 @@ def liger_requested(facts: Facts) -> Iterator[Finding]:
     """`use_liger_kernel` makes transformers import liger_kernel at Trainer start."""
     if facts.plan.use_liger_kernel is not True:
         return
-    installed = pkg_installed(facts, "liger-kernel")
+    installed = facts.installed("liger-kernel")
     ok = facts.import_ok("liger_kernel.transformers")
     if installed is False:
         problem = "liger-kernel is not installed"
@@ -70,7 +68,7 @@ def liger_requested(facts: Facts) -> Iterator[Finding]:
             "option' when the Trainer starts."
         )
     elif ok is False:
-        version = pkg_version(facts, "liger-kernel")
+        version = facts.version("liger-kernel")
         problem = "liger_kernel does not import" + (f" (liger-kernel {version})" if version else "")
         detail = facts.import_error("liger_kernel.transformers")
     else:
