@@ -17,12 +17,14 @@ from shop_r1_doctor.api import (
     LOADER_SHM_MIN,
     NOT_PROBED,
     Facts,
+    GpuFacts,
     ModelShape,
     estimate_training_memory,
     grpo_generation_unit,
     grpo_vllm_speedup,
     parse_version,
     round_up_to,
+    shown,
     vllm_memory_fraction,
 )
 
@@ -74,10 +76,10 @@ class AutoPlan:
         self.decisions.append(Decision(setting, value, reason))
 
 
-def _gpu_free_bytes(gpu: dict[str, Any]) -> int:
-    total = gpu.get("memory_total_bytes") or 0
-    used = gpu.get("memory_used_bytes") or 0
-    return max(int(total) - int(used), 0)
+def _gpu_free_bytes(gpu: GpuFacts) -> int:
+    total = gpu.memory_total_bytes or 0
+    used = gpu.memory_used_bytes or 0
+    return max(total - used, 0)
 
 
 def _cuda(facts: Facts) -> bool:
@@ -336,7 +338,7 @@ def decide(
     facts = Facts(snapshot)
     cuda = _cuda(facts)
     plan = AutoPlan(device="cuda" if cuda else "cpu")
-    gpu_names = sorted({str(g.get("name")) for g in facts.gpus}) if cuda else []
+    gpu_names = sorted({shown(g.name, "None") for g in facts.gpus}) if cuda else []
     plan.note("device", plan.device, ", ".join(gpu_names) or "no CUDA GPU visible to torch")
     _choose_attention(facts, cfg, cuda, plan)
     _choose_dtype(facts, cfg, cuda, plan)
@@ -589,7 +591,7 @@ def _decide_grpo(
         gen = cfg.generation_batch_size
         why = "set in the config"
     if plan.use_vllm and plan.vllm_mode == "colocate":
-        gpu_bytes = min((g.get("memory_total_bytes") or 0) for g in facts.gpus) or 80 * GIB
+        gpu_bytes = min((g.memory_total_bytes or 0) for g in facts.gpus) or 80 * GIB
         per_gpu_seqs = max(gen // cfg.num_processes, 1)
         if cfg.vllm_gpu_memory_utilization == "auto":
             need = vllm_memory_fraction(

@@ -15,7 +15,7 @@ from typing import IO, Any
 
 from shop_r1_doctor.atomic import atomic_open, atomic_path, write_text
 from shop_r1_doctor.errors import ToolError
-from shop_r1_doctor.facts import NOT_PROBED, Facts, parse_version
+from shop_r1_doctor.facts import NOT_PROBED, Facts, GpuFacts, parse_version, shown
 from shop_r1_doctor.findings import Finding, Severity
 from shop_r1_doctor.knowledge import grpo_vllm_speedup
 from shop_r1_doctor.memory import (
@@ -47,6 +47,7 @@ __all__ = [
     "TRL_DEFAULTS",
     "Facts",
     "Finding",
+    "GpuFacts",
     "ModelShape",
     "PlanShape",
     "Reader",
@@ -74,6 +75,7 @@ __all__ = [
     "round_up_to",
     "run_checks",
     "sft_effective_batch",
+    "shown",
     "vllm_memory_fraction",
     "write_text",
 ]

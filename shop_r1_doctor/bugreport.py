@@ -21,7 +21,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from shop_r1_doctor.causes import Diagnosis, rank_causes
-from shop_r1_doctor.facts import NOT_PROBED, Facts
+from shop_r1_doctor.facts import NOT_PROBED, Facts, shown
 from shop_r1_doctor.findings import Finding
 from shop_r1_doctor.fixplan import PLAN_HEADING, FixPlan, render_lines
 from shop_r1_doctor.logscan import (
@@ -269,8 +269,8 @@ def _environment(facts: Facts, data: ReportInput) -> str:
     for name in PACKAGES:
         if facts.installed(name) is None:
             continue
-        version = facts.package(name)
-        rows.append((name, str(version.get("version")) if version else "not installed"))
+        record = facts.package(name)
+        rows.append((name, shown(record.version, "None") if record else "not installed"))
     table = ["| | |", "|---|---|"] + [f"| {k} | {_cell(v or 'unknown')} |" for k, v in rows]
     note = "" if data.machine_feeds_diagnosis else "Of the machine writing this report.\n\n"
     return "## This machine: environment\n\n" + note + "\n".join(table)
@@ -357,11 +357,9 @@ def _gpus(facts: Facts) -> str:
         return "none visible"
     out = []
     for g in gpus:
-        mem = g.get("memory_total_bytes")
+        mem = g.memory_total_bytes
         size = f", {mem / 2**30:.0f} GiB" if isinstance(mem, int) else ""
-        out.append(
-            f"{g.get('index', '?')}: {g.get('name', '?')} (cc {g.get('compute_capability', '?')}{size})"
-        )
+        out.append(f"{shown(g.index)}: {shown(g.name)} (cc {shown(g.compute_capability)}{size})")
     return "; ".join(out)
 
 

@@ -1,7 +1,8 @@
 """Read-only accessors over a snapshot dict, shared by checks and the trainer.
 
-They encode the contract's three states once: a missing key is "unknown" (None from
-the tri-state helpers), an explicit null is "absent", a value is "present".
+They encode the contract's three states once: a missing key is "unknown", an explicit
+null is "absent", a value is "present". The typed sections (torch, gpus) say "unknown" with
+NOT_PROBED; the older helpers still say it with None.
 """
 
 from __future__ import annotations
@@ -12,6 +13,7 @@ import re
 from typing import Any
 
 import msgspec
+from packaging.utils import canonicalize_name
 from packaging.version import InvalidVersion, Version
 
 from shop_r1_doctor.hardware import parse_cc
@@ -41,6 +43,64 @@ class TorchFacts(msgspec.Struct, frozen=True, kw_only=True):
     device_count: int | NotProbed | None = NOT_PROBED
     capabilities: list[str] | NotProbed | None = NOT_PROBED
     bf16_supported: bool | NotProbed | None = NOT_PROBED
+
+
+class GpuProcess(msgspec.Struct, frozen=True, kw_only=True):
+    """One compute process the GPU probe listed (NVML or `--query-compute-apps`)."""
+
+    pid: int | NotProbed = NOT_PROBED
+    name: str | NotProbed | None = NOT_PROBED
+    used_bytes: int | NotProbed | None = NOT_PROBED  # None: the driver hides it
+
+
+class GpuFacts(msgspec.Struct, frozen=True, kw_only=True):
+    """One GPU of the `gpus` section (probes/gpu.py, ingest/*), or one torch saw
+    (`source: "torch"`). A field the probe did not record, or recorded with an odd value,
+    is NOT_PROBED: NVML refuses fields per GPU (MIG, vGPU, containers)."""
+
+    index: int | NotProbed = NOT_PROBED
+    name: str | NotProbed | None = NOT_PROBED
+    compute_capability: str | NotProbed | None = NOT_PROBED  # "9.0"
+    compute_capability_source: str | NotProbed = NOT_PROBED  # "name-table": from the name
+    memory_total_bytes: int | NotProbed | None = NOT_PROBED
+    memory_used_bytes: int | NotProbed | None = NOT_PROBED
+    # NOT_PROBED: the probe could not list them; () : it looked and found none
+    processes: tuple[GpuProcess, ...] | NotProbed = NOT_PROBED
+    source: str | NotProbed = NOT_PROBED  # "torch": from torch's device list only
+
+
+class PackageFacts(msgspec.Struct, frozen=True, kw_only=True):
+    """One installed distribution (probes/packages.py, ingest/pip_list.py); a dump that
+    lists names and versions only leaves `requires` NOT_PROBED."""
+
+    version: str | NotProbed = NOT_PROBED
+    # environment markers already evaluated on the probed machine
+    requires: tuple[str, ...] | NotProbed = NOT_PROBED
+
+
+def _package(value: dict[Any, Any]) -> PackageFacts:
+    # Requirements decode one by one: one odd entry leaves the others known.
+    reqs = value.get("requires")
+    record = decode_known({k: v for k, v in value.items() if k != "requires"}, PackageFacts)
+    if not isinstance(reqs, list):
+        return record
+    return msgspec.structs.replace(record, requires=tuple(r for r in reqs if isinstance(r, str)))
+
+
+def shown(value: object, missing: str = "?") -> str:
+    """A fact for a message: `missing` when it was not probed (an explicit null shows as
+    None, as the raw dict's `.get(key, "?")` showed it)."""
+    return missing if value is NOT_PROBED else str(value)
+
+
+def _gpu(value: dict[Any, Any]) -> GpuFacts:
+    # Processes decode one by one: one odd entry leaves the others known.
+    procs = value.get("processes")
+    if not isinstance(procs, list):
+        return decode_known(value, GpuFacts)
+    gpu = decode_known({k: v for k, v in value.items() if k != "processes"}, GpuFacts)
+    known = tuple(decode_known(p, GpuProcess) for p in procs if isinstance(p, dict))
+    return msgspec.structs.replace(gpu, processes=known)
 
 
 _WINDOWS_ABS = re.compile(r"^[A-Za-z]:[\\/]|^\\\\")
@@ -88,20 +148,29 @@ class Facts:
     def driver(self) -> dict[str, Any]:
         return self.section("driver")
 
-    @property
-    def gpus(self) -> list[dict[str, Any]]:
-        """NVML's (else nvidia-smi's) GPUs; when both listed none, the devices torch saw."""
-        gpus = self.raw.get("gpus")
-        listed = [g for g in gpus if isinstance(g, dict)] if isinstance(gpus, list) else []
-        return listed or self.torch_gpus()
+    @functools.cached_property
+    def listed_gpus(self) -> list[GpuFacts] | NotProbed | None:
+        """The `gpus` section as recorded: NOT_PROBED when the snapshot has none (no GPU
+        probe ran, a dump that does not say), None when it says null, else the records."""
+        value = self.raw.get("gpus", NOT_PROBED)
+        if value is None or value is NOT_PROBED:
+            return value
+        if not isinstance(value, list):
+            return NOT_PROBED
+        return [_gpu(g) for g in value if isinstance(g, dict)]
 
-    def torch_gpus(self) -> list[dict[str, Any]]:
+    @functools.cached_property
+    def gpus(self) -> list[GpuFacts]:
+        """NVML's (else nvidia-smi's) GPUs; when both listed none, the devices torch saw."""
+        return self.listed_gpus or self.torch_gpus()
+
+    def torch_gpus(self) -> list[GpuFacts]:
         """GPUs from torch's own device list (`source: torch`): a container without NVML,
         or an nvidia-smi that failed, still leaves the capabilities torch initialised."""
         t = self.torch
         caps = t.capabilities if t else None
         return [
-            {"index": i, "compute_capability": cc, "source": "torch"}
+            GpuFacts(index=i, compute_capability=cc, source="torch")
             for i, cc in enumerate(caps or [])
         ]
 
@@ -133,25 +202,32 @@ class Facts:
         value = self.env.get(name)
         return value if isinstance(value, str) else None
 
-    def package(self, name: str) -> dict[str, Any] | None:
-        value = self.section("packages").get(name)
-        return value if isinstance(value, dict) else None
+    @functools.cached_property
+    def packages(self) -> dict[str, PackageFacts | None]:
+        """Installed dists by canonical name; None: looked, not installed; a name that is
+        not a key: not probed. Built once: checks look packages up hundreds of times."""
+        out: dict[str, PackageFacts | None] = {}
+        for name, value in self.section("packages").items():
+            if isinstance(name, str) and (value is None or isinstance(value, dict)):
+                out[canonicalize_name(name)] = _package(value) if value is not None else None
+        return out
+
+    def package(self, name: str) -> PackageFacts | None:
+        """The dist's record; None when it is not installed or not probed."""
+        return self.packages.get(canonicalize_name(name))
 
     def installed(self, name: str) -> bool | None:
         """True/False when the packages section says so; None when unknown."""
-        packages = self.section("packages")
-        if name not in packages:
-            return None
-        return isinstance(packages[name], dict)
+        key = canonicalize_name(name)
+        return None if key not in self.packages else self.packages[key] is not None
 
     def version(self, name: str) -> Version | None:
         pkg = self.package(name)
-        return parse_version(pkg.get("version")) if pkg else None
+        return parse_version(pkg.version) if pkg else None
 
     def requires(self, name: str) -> list[str]:
         pkg = self.package(name)
-        reqs = pkg.get("requires") if pkg else None
-        return [r for r in reqs if isinstance(r, str)] if isinstance(reqs, list) else []
+        return list(pkg.requires) if pkg and pkg.requires else []
 
     def import_ok(self, module: str) -> bool | None:
         value = self.section("imports").get(module)
@@ -168,7 +244,7 @@ class Facts:
     def ccs(self) -> list[tuple[int, int]]:
         out = []
         for gpu in self.gpus:
-            cc = cc_tuple(gpu.get("compute_capability"))
+            cc = cc_tuple(gpu.compute_capability)
             if cc:
                 out.append(cc)
         return out

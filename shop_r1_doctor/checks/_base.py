@@ -1,4 +1,4 @@
-"""Small shared readers for checks: packages by canonical name, torch's build, GPUs.
+"""Small shared readers for checks: torch's build, GPUs (packages: Facts.package and co.).
 
 All of them follow the snapshot contract: a missing fact gives None ("unknown"), and
 none of them raises on odd input.
@@ -7,15 +7,12 @@ none of them raises on odd input.
 from __future__ import annotations
 
 import re
-import weakref
 from collections.abc import Iterable
-from typing import Any
 
-from packaging.utils import canonicalize_name
 from packaging.version import Version
 
 from shop_r1_doctor.catalog import finding as finding  # re-exported: checks build findings here
-from shop_r1_doctor.facts import NOT_PROBED, Facts, parse_version
+from shop_r1_doctor.facts import NOT_PROBED, Facts, GpuFacts, GpuProcess, parse_version
 from shop_r1_doctor.hardware import Archs, parse_cc, parse_torch_archs
 from shop_r1_doctor.hardware import cc_text as cc_text  # re-exported for the checks
 
@@ -23,39 +20,42 @@ CC = tuple[int, int]
 GIB = 1024**3
 
 
-def gpu_cc(gpu: dict[str, Any]) -> CC | None:
-    return parse_cc(gpu.get("compute_capability"))
+def gpu_cc(gpu: GpuFacts) -> CC | None:
+    return parse_cc(gpu.compute_capability)
 
 
-def gpu_name(gpu: dict[str, Any]) -> str:
-    name = gpu.get("name")
-    if isinstance(name, str) and name:
-        return name
-    if gpu.get("source") == "torch":  # say where the fact came from: NVML/nvidia-smi failed
-        return (
-            f"GPU {gpu.get('index', '?')} (cc {gpu.get('compute_capability')}, seen by torch only)"
-        )
-    return f"GPU {gpu.get('index', '?')}"
+def gpu_index(gpu: GpuFacts) -> int | str:
+    """The GPU's index for messages; `?` when the probe did not record it."""
+    return gpu.index if isinstance(gpu.index, int) else "?"
 
 
-def gpu_free_bytes(gpu: dict[str, Any]) -> int | None:
+def gpu_name(gpu: GpuFacts) -> str:
+    if gpu.name:
+        return gpu.name
+    if gpu.source == "torch":  # say where the fact came from: NVML/nvidia-smi failed
+        cc = gpu.compute_capability if isinstance(gpu.compute_capability, str) else None
+        return f"GPU {gpu_index(gpu)} (cc {cc}, seen by torch only)"
+    return f"GPU {gpu_index(gpu)}"
+
+
+def gpu_free_bytes(gpu: GpuFacts) -> int | None:
     """Memory a new process can still take: in a container NVML lists no other processes,
     so the memory already in use is the only sign of them."""
-    total = gpu.get("memory_total_bytes")
+    total = gpu.memory_total_bytes
     if not isinstance(total, int):
         return None
-    used = gpu.get("memory_used_bytes")
+    used = gpu.memory_used_bytes
     return total - used if isinstance(used, int) and 0 <= used <= total else total
 
 
-def gpu_names(gpus: Iterable[dict[str, Any]]) -> str:
+def gpu_names(gpus: Iterable[GpuFacts]) -> str:
     """`NVIDIA H100 80GB HBM3` or `2x NVIDIA GeForce RTX 4090`, for titles."""
     names = [gpu_name(g) for g in gpus]
     groups = {n: names.count(n) for n in dict.fromkeys(names)}
     return ", ".join(n if k == 1 else f"{k}x {n}" for n, k in groups.items())
 
 
-def visible_gpus(facts: Facts) -> list[dict[str, Any]]:
+def visible_gpus(facts: Facts) -> list[GpuFacts]:
     """GPUs left visible by a numeric CUDA_VISIBLE_DEVICES (UUID lists keep them all)."""
     gpus = facts.gpus
     cvd = facts.env_value("CUDA_VISIBLE_DEVICES")
@@ -69,57 +69,7 @@ def visible_gpus(facts: Facts) -> list[dict[str, Any]]:
         if int(x) < 0:
             break  # CUDA stops at the first invalid index
         wanted.append(int(x))
-    return [g for g in gpus if g.get("index") in wanted]
-
-
-# --- packages ---------------------------------------------------------------------------
-
-
-_PACKAGES: weakref.WeakKeyDictionary[Facts, dict[str, dict[str, Any] | None]] = (
-    weakref.WeakKeyDictionary()
-)
-
-
-def packages(facts: Facts) -> dict[str, dict[str, Any] | None]:
-    """Installed dists by canonical name; value None = looked, not installed.
-
-    Built once per Facts: checks look packages up hundreds of times per run.
-    """
-    cached = _PACKAGES.get(facts)
-    if cached is not None:
-        return cached
-    out: dict[str, dict[str, Any] | None] = {}
-    for name, value in facts.section("packages").items():
-        if isinstance(name, str) and (value is None or isinstance(value, dict)):
-            out[canonicalize_name(name)] = value
-    _PACKAGES[facts] = out
-    return out
-
-
-def pkg(facts: Facts, name: str) -> dict[str, Any] | None:
-    return packages(facts).get(canonicalize_name(name))
-
-
-def pkg_known(facts: Facts, name: str) -> bool:
-    return canonicalize_name(name) in packages(facts)
-
-
-def pkg_installed(facts: Facts, name: str) -> bool | None:
-    """True / False (looked, absent) / None (unknown)."""
-    table = packages(facts)
-    key = canonicalize_name(name)
-    return None if key not in table else table[key] is not None
-
-
-def pkg_version(facts: Facts, name: str) -> Version | None:
-    p = pkg(facts, name)
-    return parse_version(p.get("version")) if p else None
-
-
-def pkg_requires(facts: Facts, name: str) -> list[str]:
-    p = pkg(facts, name)
-    reqs = p.get("requires") if p else None
-    return [r for r in reqs if isinstance(r, str)] if isinstance(reqs, list) else []
+    return [g for g in gpus if g.index in wanted]
 
 
 # --- torch ------------------------------------------------------------------------------
@@ -127,7 +77,7 @@ def pkg_requires(facts: Facts, name: str) -> list[str]:
 
 def torch_version(facts: Facts) -> Version | None:
     t = facts.torch
-    return (parse_version(t.version) if t else None) or pkg_version(facts, "torch")
+    return (parse_version(t.version) if t else None) or facts.version("torch")
 
 
 def torch_cuda(facts: Facts) -> Version | None:
@@ -171,12 +121,12 @@ def torch_arch_list(facts: Facts) -> Archs | None:
 VLLM_PROCESS_PREFIXES = ("VLLM::", "vllm")
 
 
-def vllm_engines(gpu: dict[str, Any]) -> list[dict[str, Any]]:
+def vllm_engines(gpu: GpuFacts) -> list[GpuProcess]:
     """The vLLM engine processes the probe listed on one GPU."""
     return [
         p
-        for p in gpu.get("processes") or []
-        if isinstance(p, dict) and str(p.get("name", "")).startswith(VLLM_PROCESS_PREFIXES)
+        for p in gpu.processes or ()
+        if isinstance(p.name, str) and p.name.startswith(VLLM_PROCESS_PREFIXES)
     ]
 
 

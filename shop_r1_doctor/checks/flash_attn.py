@@ -13,9 +13,6 @@ from shop_r1_doctor.checks._base import (
     finding,
     gpu_cc,
     gpu_name,
-    pkg,
-    pkg_installed,
-    pkg_version,
     torch_cuda,
     torch_version,
 )
@@ -96,7 +93,7 @@ def requested(facts: Facts) -> Iterator[Finding]:
                 fix='attn_implementation="sdpa" (or "flash_attention_2")',
             )
             return
-    installed = pkg_installed(facts, feature.dist)
+    installed = facts.installed(feature.dist)
     if installed is not False:
         modules = (feature.module.split(".")[0], "flash_attn_2_cuda")
         err = import_failure(facts, modules if impl == "flash_attention_2" else modules[:1])
@@ -104,7 +101,7 @@ def requested(facts: Facts) -> Iterator[Finding]:
         if installed and err is not None and "undefined symbol" not in err:
             yield finding(
                 "FA_REQUESTED_NOT_INSTALLED",
-                f"{impl} requested but {feature.dist} {pkg_version(facts, feature.dist)} does not import",
+                f"{impl} requested but {feature.dist} {facts.version(feature.dist)} does not import",
                 detail=err,
                 fix=f'{pip_command(facts)} install --no-build-isolation --force-reinstall {feature.dist}, or attn_implementation="sdpa"',
             )
@@ -164,11 +161,11 @@ def import_failure(facts: Facts, modules: tuple[str, ...]) -> str | None:
 
 
 def broken_build(facts: Facts) -> Iterator[Finding]:
-    record = pkg(facts, "flash-attn") or {}
-    fv = parse_version(record.get("version"))
-    if fv is None:
+    record = facts.package("flash-attn")
+    fv = parse_version(record.version) if record else None
+    if record is None or fv is None:
         return
-    raw = str(record["version"])  # as installed: Version() would lower-case the wheel's tag
+    raw = str(record.version)  # as installed: Version() would lower-case the wheel's tag
     tv = torch_version(facts)
     wanted = facts.plan.attn_implementation == "flash_attention_2"
     severity: Severity = "error" if wanted else "warning"
@@ -206,7 +203,7 @@ def broken_build(facts: Facts) -> Iterator[Finding]:
 
 
 def blackwell_kernels(facts: Facts) -> Iterator[Finding]:
-    fv = pkg_version(facts, "flash-attn")
+    fv = facts.version("flash-attn")
     if fv is None:
         return
     first = load_compat().flash_attn_sm120_from

@@ -3,21 +3,20 @@
 from __future__ import annotations
 
 from collections.abc import Iterator
-from typing import Any
 
 from packaging.version import Version
 
 from shop_r1_doctor.checks._base import (
     bytes_gib,
     finding,
+    gpu_index,
     gpu_name,
-    packages,
     torch_cuda,
     torch_version,
     visible_gpus,
     vllm_engines,
 )
-from shop_r1_doctor.facts import Facts, parse_version
+from shop_r1_doctor.facts import NOT_PROBED, Facts, GpuFacts, GpuProcess, parse_version, shown
 from shop_r1_doctor.findings import Finding
 from shop_r1_doctor.knowledge import driver_text, load_compat
 from shop_r1_doctor.target_python import pip_command
@@ -117,12 +116,12 @@ def gpu_expected(facts: Facts) -> str | None:
     cvd = facts.env_value("CUDA_VISIBLE_DEVICES")
     if cvd is not None and cvd.strip() not in ("", "-1"):
         return f"CUDA_VISIBLE_DEVICES={cvd} is set"
-    for name, info in packages(facts).items():
+    for name, info in facts.packages.items():
         if info is not None and (
             name in ("vllm", "flash-attn")
             or (name.startswith("nvidia-") and name not in NOT_CUDA_DISTS)
         ):
-            return f"{name} {info.get('version', '')} is installed".replace("  ", " ")
+            return f"{name} {shown(info.version, '')} is installed".replace("  ", " ")
     if facts.plan.use_vllm is True:
         return "the plan uses vLLM"
     if facts.plan.attn_implementation in GPU_PLAN_ATTN:
@@ -133,7 +132,7 @@ def gpu_expected(facts: Facts) -> str | None:
 
 
 def gpu_runtime_in_container(facts: Facts) -> Iterator[Finding]:
-    if facts.container is None or "gpus" not in facts.raw or facts.gpus:
+    if facts.container is None or facts.listed_gpus is NOT_PROBED or facts.gpus:
         return
     if facts.raw.get("driver") not in (None, {}):
         return
@@ -160,11 +159,11 @@ def visible_devices(facts: Facts) -> Iterator[Finding]:
     cvd = facts.env_value("CUDA_VISIBLE_DEVICES")
     if cvd is None or not facts.gpus:
         return
-    if not all(isinstance(g.get("index"), int) for g in facts.gpus):
+    if not all(isinstance(g.index, int) for g in facts.gpus):
         return  # GPUs named without their indices (an env report's `GPU type`): cannot tell
     items = [x.strip() for x in cvd.split(",") if x.strip()]
     numeric = [int(x) for x in items if x.lstrip("-").isdigit()]
-    indices = {g.get("index") for g in facts.gpus}
+    indices = {g.index for g in facts.gpus}
     hides = not items or (len(numeric) == len(items) and not any(i in indices for i in numeric))
     if not hides:
         return
@@ -182,20 +181,19 @@ def gpu_processes(facts: Facts) -> Iterator[Finding]:
     # Only the GPUs this shell's CUDA_VISIBLE_DEVICES leaves to the run: a launch script's
     # trainer (GPU 1) must not be told to kill its own vLLM server's engine (GPU 0).
     for gpu in visible_gpus(facts):
-        procs = [p for p in gpu.get("processes") or [] if isinstance(p, dict)]
+        procs = gpu.processes or ()
         if not procs:
             yield from _busy_unseen(gpu)
             continue
         vllm = vllm_engines(gpu)
-        total = gpu.get("memory_total_bytes")
-        held = sum(p.get("used_bytes") or 0 for p in procs if isinstance(p.get("used_bytes"), int))
-        pids = " ".join(str(p.get("pid")) for p in (vllm or procs))
-        label = f"{gpu_name(gpu)} (GPU {gpu.get('index', '?')})"
+        total = gpu.memory_total_bytes
+        held = sum(p.used_bytes for p in procs if isinstance(p.used_bytes, int))
+        pids = " ".join(shown(p.pid, "None") for p in (vllm or procs))
+        label = f"{gpu_name(gpu)} (GPU {gpu_index(gpu)})"
         if vllm:
             yield finding(
                 "VLLM_ORPHAN_WORKERS_HOLD_GPU",
-                f"vLLM engine processes hold {label}: "
-                + ", ".join(f"{p.get('name')} (pid {p.get('pid')})" for p in vllm),
+                f"vLLM engine processes hold {label}: " + ", ".join(_who(p) for p in vllm),
                 detail="Left over from an interrupted run, they keep the GPU's memory.",
                 fix=f"kill {pids}",
             )
@@ -203,20 +201,24 @@ def gpu_processes(facts: Facts) -> Iterator[Finding]:
             yield finding(
                 "GPU_BUSY_OTHER_PROCESSES",
                 f"other processes hold {bytes_gib(held)} of {bytes_gib(total)} on {label}",
-                detail=", ".join(f"{p.get('name')} (pid {p.get('pid')})" for p in procs),
+                detail=", ".join(_who(p) for p in procs),
                 fix=f"stop those processes (kill {pids}) or train on another GPU",
             )
 
 
-def _busy_unseen(gpu: dict[str, Any]) -> Iterator[Finding]:
+def _who(p: GpuProcess) -> str:
+    return f"{shown(p.name, 'None')} (pid {shown(p.pid, 'None')})"
+
+
+def _busy_unseen(gpu: GpuFacts) -> Iterator[Finding]:
     """Memory in use with no process listed: another container or PID namespace holds it
     (NVML shows only this namespace's processes), so memory is the only sign."""
-    total, used = gpu.get("memory_total_bytes"), gpu.get("memory_used_bytes")
-    if not isinstance(gpu.get("processes"), list):
+    total, used = gpu.memory_total_bytes, gpu.memory_used_bytes
+    if gpu.processes is NOT_PROBED:
         return  # the probe could not list processes: unknown, not "none"
     if not (isinstance(total, int) and isinstance(used, int)) or used <= BUSY_FRACTION * total:
         return
-    label = f"{gpu_name(gpu)} (GPU {gpu.get('index', '?')})"
+    label = f"{gpu_name(gpu)} (GPU {gpu_index(gpu)})"
     yield finding(
         "GPU_BUSY_OTHER_PROCESSES",
         f"{bytes_gib(used)} of {bytes_gib(total)} on {label} is in use by processes this "

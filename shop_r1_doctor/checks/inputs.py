@@ -6,8 +6,9 @@ check that can only fire on hand-written fixtures is a stub). Static on purpose:
 dynamic trace only sees the branches some fixture happens to reach.
 
 What counts as a read, in a check's body and in the `_base` helpers it calls:
-- `.get("key")` / `["key"]`, or a field of the typed torch section (`t.cuda`) -> a snapshot fact, unless the key is knowledge (YAML) or a
-  key the module builds itself;
+- `.get("key")` / `["key"]`, or a field of the typed torch section (`t.cuda`) or of a typed
+  GPU record (`gpu.memory_total_bytes`, `p.used_bytes`) -> a snapshot fact, unless the key
+  is knowledge (YAML) or a key the module builds itself;
 - `env_value(facts, "NAME")` / `env_set(...)` -> an environment variable the env probe
   must keep;
 - `facts.plan.field` -> a field of the RunPlan (mypy proves the field exists; the
@@ -24,7 +25,7 @@ from pathlib import Path
 
 import yaml
 
-from shop_r1_doctor.facts import TorchFacts
+from shop_r1_doctor.facts import GpuFacts, GpuProcess, TorchFacts
 
 CHECKS_DIR = Path(__file__).parent
 PKG = CHECKS_DIR.parent
@@ -32,7 +33,8 @@ ENV_READERS = {"env_value", "env_set"}
 # Readers whose argument names a package or an import module: the packages/imports probes
 # record every distribution and every probed module, so they are not facts by key.
 NAME_READERS = {"package", "installed", "version", "requires", "import_ok", "import_error"}
-NAME_READERS |= {"pkg", "pkg_known", "pkg_installed", "pkg_version", "pkg_requires"}
+# ... but the field a reader returns is a fact of the package record (PackageFacts).
+RECORD_READERS = {"requires": "requires", "version": "version"}
 # `Facts` properties -> the snapshot key they read.
 FACT_PROPERTIES = {
     "os": "os",
@@ -48,6 +50,15 @@ FACT_PROPERTIES = {
 
 
 TORCH_FIELDS = frozenset(TorchFacts.__struct_fields__)
+GPU_FIELDS = frozenset(GpuFacts.__struct_fields__ + GpuProcess.__struct_fields__)
+
+
+def _is_gpu(node: ast.AST) -> bool:
+    """A GPU record or one of its processes, by the names the checks give them (`gpu`,
+    `g`, `p`, `gpus[0]`)."""
+    if isinstance(node, ast.Subscript):
+        node = node.value
+    return isinstance(node, ast.Name) and node.id in ("g", "gpu", "gpus", "p")
 
 
 def _is_torch(node: ast.AST) -> bool:
@@ -89,6 +100,8 @@ def reads_of(node: ast.AST) -> Reads:
             out.facts.add(FACT_PROPERTIES[sub.attr])
         if isinstance(sub, ast.Attribute) and sub.attr in TORCH_FIELDS and _is_torch(sub.value):
             out.facts.add(sub.attr)  # a field of the typed torch section
+        if isinstance(sub, ast.Attribute) and sub.attr in GPU_FIELDS and _is_gpu(sub.value):
+            out.facts.add(sub.attr)  # a field of a typed GPU record
         if (
             isinstance(sub, ast.Attribute)
             and isinstance(sub.value, ast.Attribute)
@@ -104,6 +117,8 @@ def reads_of(node: ast.AST) -> Reads:
             args = [a for a in map(_literal, sub.args) if a]
             if name in ENV_READERS:
                 out.env |= set(args)
+            elif name in RECORD_READERS and isinstance(func, ast.Attribute) and args:
+                out.facts.add(RECORD_READERS[name])  # facts.requires("torch")
             elif name == "get" and sub.args and _literal(sub.args[0]):
                 out.facts.add(_literal(sub.args[0]))  # type: ignore[arg-type]
         elif (
@@ -155,11 +170,21 @@ def probe_writers(key: str, probe_dir: Path | None = None) -> list[str]:
 
 def _helpers() -> dict[str, Reads]:
     tree = ast.parse((CHECKS_DIR / "_base.py").read_text())
-    return {
+    helpers = {
         n.name: reads_of(n)
         for n in tree.body
         if isinstance(n, ast.FunctionDef | ast.AsyncFunctionDef)
     }
+    # helpers calling helpers (`gpu_name` -> `gpu_index`): merge until nothing changes
+    changed = True
+    while changed:
+        changed = False
+        for r in helpers.values():
+            before = (len(r.facts), len(r.env), len(r.plan))
+            for name in r.calls & helpers.keys():
+                r.merge(helpers[name])
+            changed |= before != (len(r.facts), len(r.env), len(r.plan))
+    return helpers
 
 
 def check_reads(path: Path) -> dict[str, Reads]:

@@ -12,14 +12,12 @@ from shop_r1_doctor.checks._base import (
     env_set,
     finding,
     gpu_names,
-    packages,
-    pkg_requires,
     torch_cuda,
     torch_version,
     uses_vllm,
     visible_gpus,
 )
-from shop_r1_doctor.facts import Facts, parse_version
+from shop_r1_doctor.facts import Facts, PackageFacts, parse_version, shown
 from shop_r1_doctor.findings import Finding
 from shop_r1_doctor.hardware import gpu_info
 from shop_r1_doctor.knowledge import load_compat
@@ -42,9 +40,14 @@ def multi_gpu(facts: Facts) -> bool:
 
 
 def nccl_dists(facts: Facts) -> Iterator[Finding]:
-    dists = {n: p for n, p in packages(facts).items() if n.startswith("nvidia-nccl-") and p}
+    # a record with nothing known in it (a hand-trimmed dump) is no installed wheel
+    dists = {
+        n: p
+        for n, p in facts.packages.items()
+        if n.startswith("nvidia-nccl-") and p is not None and p != PackageFacts()
+    }
     if len(dists) > 1:
-        listed = ", ".join(f"{n} {p.get('version')}" for n, p in sorted(dists.items()))
+        listed = ", ".join(f"{n} {shown(p.version, 'None')}" for n, p in sorted(dists.items()))
         yield finding(
             "NCCL_LIB_SYMBOL_MISMATCH",
             f"{len(dists)} NCCL wheels installed side by side: {listed}",
@@ -56,7 +59,7 @@ def nccl_dists(facts: Facts) -> Iterator[Finding]:
             "(reinstalls torch's own NCCL pin)",
         )
     # with several wheels, which one torch loads is unknown: their finding says it all
-    for text in pkg_requires(facts, "torch") if len(dists) == 1 else []:
+    for text in facts.requires("torch") if len(dists) == 1 else []:
         try:
             req = Requirement(text)
         except InvalidRequirement:
@@ -64,7 +67,7 @@ def nccl_dists(facts: Facts) -> Iterator[Finding]:
         name = req.name.lower().replace("_", "-")
         if not name.startswith("nvidia-nccl-") or name not in dists:
             continue
-        installed = parse_version(dists[name].get("version"))
+        installed = parse_version(dists[name].version)
         if installed is not None and installed not in req.specifier:
             yield finding(
                 "NCCL_LIB_SYMBOL_MISMATCH",
@@ -117,7 +120,7 @@ def no_p2p(name: object) -> bool:
 
 def consumer_p2p(facts: Facts) -> Iterator[Finding]:
     # knowledge/gpus.yaml: `p2p: false` marks the cards whose PCIe P2P path hangs NCCL
-    gpus = [g for g in visible_gpus(facts) if no_p2p(g.get("name"))]
+    gpus = [g for g in visible_gpus(facts) if no_p2p(g.name)]
     # Unset must be known: a dump that lists no environment says nothing about it.
     # NCCL reads the variable as a number: 0 leaves P2P on.
     disabled = env_set(facts, "NCCL_P2P_DISABLE")

@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import functools
 from collections.abc import Iterator
-from typing import Any
 
 from packaging.markers import (
     InvalidMarker,
@@ -22,12 +21,9 @@ from packaging.version import Version
 
 from shop_r1_doctor.checks._base import (
     finding,
-    packages,
-    pkg_installed,
-    pkg_version,
     torch_version,
 )
-from shop_r1_doctor.facts import Facts, parse_version
+from shop_r1_doctor.facts import NOT_PROBED, Facts, parse_version
 from shop_r1_doctor.findings import Finding
 from shop_r1_doctor.knowledge import load_compat
 from shop_r1_doctor.target_python import pip_command
@@ -75,10 +71,10 @@ def _applies(req: Requirement, env: dict[str, str]) -> bool:
 
 def _requirements(facts: Facts) -> Iterator[tuple[str, Version, Requirement]]:
     env = marker_env(facts)
-    for name, record in sorted(packages(facts).items()):
-        version = parse_version(record.get("version")) if record else None
-        reqs = record.get("requires") if record else None
-        if version is None or not isinstance(reqs, list):
+    for name, record in sorted(facts.packages.items()):
+        version = parse_version(record.version) if record else None
+        reqs = record.requires if record else NOT_PROBED
+        if version is None or reqs is NOT_PROBED:
             continue
         for text in reqs:
             req = _parse(text) if isinstance(text, str) and not _extra_only(text) else None
@@ -114,12 +110,12 @@ def _named_elsewhere(dist: str, target: str, req: Requirement) -> bool:
 
 
 def requirement_conflicts(facts: Facts) -> Iterator[Finding]:
-    table = packages(facts)
+    table = facts.packages
     for dist, version, req in _requirements(facts):
         target = canonicalize_name(req.name)
         if target not in table or _named_elsewhere(dist, target, req):
             continue
-        record: dict[str, Any] | None = table[target]
+        record = table[target]
         if record is None:
             yield finding(
                 "REQUIREMENT_CONFLICT",
@@ -127,7 +123,7 @@ def requirement_conflicts(facts: Facts) -> Iterator[Finding]:
                 fix=f'{pip_command(facts)} install "{req.name}{req.specifier}"',
             )
             continue
-        have = parse_version(record.get("version"))
+        have = parse_version(record.version)
         if have is None or not req.specifier or req.specifier.contains(have, prereleases=True):
             continue
         yield finding(
@@ -139,13 +135,13 @@ def requirement_conflicts(facts: Facts) -> Iterator[Finding]:
 
 
 def numpy2(facts: Facts) -> Iterator[Finding]:
-    numpy = pkg_version(facts, "numpy")
+    numpy = facts.version("numpy")
     if numpy is None:
         return
     rules = load_compat().numpy2
     source = rules.source
-    megatron = pkg_version(facts, "megatron-core")
-    opencv = [(n, v) for n in OPENCV if (v := pkg_version(facts, n)) is not None]
+    megatron = facts.version("megatron-core")
+    opencv = [(n, v) for n in OPENCV if (v := facts.version(n)) is not None]
     last = rules.opencv_last_numpy1
     pin_fix = f'{pip_command(facts)} install "numpy<2" "opencv-python-headless=={last}"'
     if (
@@ -191,10 +187,10 @@ def numpy2(facts: Facts) -> Iterator[Finding]:
 
 
 def megatron_fusion(facts: Facts) -> Iterator[Finding]:
-    megatron = pkg_version(facts, "megatron-core")
+    megatron = facts.version("megatron-core")
     if megatron is None or facts.plan.gradient_accumulation_fusion is False:
         return
-    apex = pkg_installed(facts, "apex")
+    apex = facts.installed("apex")
     fused = facts.import_ok("fused_weight_gradient_mlp_cuda")
     # the import is what Megatron tries; without its fact, an absent apex decides
     if fused is True or (fused is None and apex is not False):

@@ -16,15 +16,14 @@ from shop_r1_doctor.checks._base import (
     env_set,
     finding,
     gpu_cc,
+    gpu_index,
     gpu_name,
     gpu_names,
-    pkg_installed,
-    pkg_version,
     uses_vllm,
     visible_gpus,
     vllm_engines,
 )
-from shop_r1_doctor.facts import Facts
+from shop_r1_doctor.facts import NOT_PROBED, Facts
 from shop_r1_doctor.findings import Finding
 from shop_r1_doctor.target_python import pip_command
 from shop_r1_doctor.trl_rules import (
@@ -60,7 +59,7 @@ def liger_requested(facts: Facts) -> Iterator[Finding]:
     """`use_liger_kernel` makes transformers import liger_kernel at Trainer start."""
     if facts.plan.use_liger_kernel is not True:
         return
-    installed = pkg_installed(facts, "liger-kernel")
+    installed = facts.installed("liger-kernel")
     ok = facts.import_ok("liger_kernel.transformers")
     if installed is False:
         problem = "liger-kernel is not installed"
@@ -69,7 +68,7 @@ def liger_requested(facts: Facts) -> Iterator[Finding]:
             "option' when the Trainer starts."
         )
     elif ok is False:
-        version = pkg_version(facts, "liger-kernel")
+        version = facts.version("liger-kernel")
         problem = "liger_kernel does not import" + (f" (liger-kernel {version})" if version else "")
         detail = facts.import_error("liger_kernel.transformers")
     else:
@@ -205,7 +204,7 @@ SAME_GPU_DETAIL = (
 
 
 def server_same_gpu(facts: Facts) -> Iterator[Finding]:
-    if not uses_vllm(facts) or facts.plan.vllm_mode != "server" or "gpus" not in facts.raw:
+    if not uses_vllm(facts) or facts.plan.vllm_mode != "server" or facts.listed_gpus is NOT_PROBED:
         return
     gpus = visible_gpus(facts)
     procs = facts.plan.num_processes or 1
@@ -221,8 +220,8 @@ def server_same_gpu(facts: Facts) -> Iterator[Finding]:
         if engines:
             yield finding(
                 "TRL_SERVER_MODE_SAME_GPU",
-                f"a vLLM engine (pid {', '.join(str(p.get('pid')) for p in engines)}) "
-                f"already runs on {gpu_name(gpu)} (GPU {gpu.get('index', '?')}), which the "
+                f"a vLLM engine (pid {', '.join(str(p.pid) for p in engines)}) "
+                f"already runs on {gpu_name(gpu)} (GPU {gpu_index(gpu)}), which the "
                 "trainer would use",
                 detail=SAME_GPU_DETAIL,
                 fix="start `trl vllm-serve` with CUDA_VISIBLE_DEVICES on another GPU than the "

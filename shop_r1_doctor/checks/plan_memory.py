@@ -18,7 +18,7 @@ from shop_r1_doctor.checks._base import (
     uses_vllm,
     visible_gpus,
 )
-from shop_r1_doctor.facts import Facts
+from shop_r1_doctor.facts import Facts, GpuFacts
 from shop_r1_doctor.findings import Finding
 
 TRL_COLOCATE_UTIL = 0.3  # GRPOConfig.vllm_gpu_memory_utilization default
@@ -44,7 +44,7 @@ def _setup(facts: Facts) -> tuple[Any, dict[str, Any], int] | None:
         "fused_kernels": facts.plan.use_liger_kernel is True,
         "shards": shards,
     }
-    return shape, settings, min(g["memory_total_bytes"] for g in gpus)
+    return shape, settings, min(_total(g) for g in gpus)
 
 
 def seq_len(facts: Facts) -> int:
@@ -81,19 +81,24 @@ def _shape(facts: Facts, params: int) -> Any:
     return dataclasses.replace(memory.shape_for_params(params), params=params)
 
 
-def _sized(facts: Facts) -> list[dict[str, Any]]:
+def _sized(facts: Facts) -> list[GpuFacts]:
     """Visible GPUs whose size is known (the estimates need it)."""
-    return [g for g in visible_gpus(facts) if isinstance(g.get("memory_total_bytes"), int)]
+    return [g for g in visible_gpus(facts) if isinstance(g.memory_total_bytes, int)]
 
 
-def _free(gpu: dict[str, Any]) -> int:
+def _total(gpu: GpuFacts) -> int:
+    """Bytes of a GPU of known size (see `_sized`)."""
+    return gpu.memory_total_bytes if isinstance(gpu.memory_total_bytes, int) else 0
+
+
+def _free(gpu: GpuFacts) -> int:
     """Free bytes of a GPU of known size (never None there)."""
     return gpu_free_bytes(gpu) or 0
 
 
-def _gpu(facts: Facts) -> dict[str, Any]:
+def _gpu(facts: Facts) -> GpuFacts:
     """The smallest GPU of known size (a GPU of unknown size is not the one that is short)."""
-    return min(_sized(facts), key=lambda g: g["memory_total_bytes"])
+    return min(_sized(facts), key=_total)
 
 
 def model_fits(facts: Facts) -> Iterator[Finding]:
@@ -183,12 +188,12 @@ def kv_cache(facts: Facts) -> Iterator[Finding]:
         return
     params = facts.plan.model_params
     gpus = visible_gpus(facts)
-    if not params or not gpus or not isinstance(gpus[0].get("memory_total_bytes"), int):
+    if not params or not gpus or not isinstance(gpus[0].memory_total_bytes, int):
         return
     from shop_r1_doctor import memory
 
     gpu = gpus[0]
-    total = int(gpu["memory_total_bytes"])
+    total = _total(gpu)
     server = facts.plan.vllm_mode == "server"
     util = facts.plan.vllm_gpu_memory_utilization or (
         VLLM_SERVE_UTIL if server else TRL_COLOCATE_UTIL
@@ -200,11 +205,7 @@ def kv_cache(facts: Facts) -> Iterator[Finding]:
     need = (
         memory.vllm_memory_fraction(shape, total, max_seq_len=seq, concurrent_seqs=1) * total / tp
     )
-    others = sum(
-        p["used_bytes"]
-        for p in gpu.get("processes") or []
-        if isinstance(p, dict) and isinstance(p.get("used_bytes"), int)
-    )
+    others = sum(p.used_bytes for p in gpu.processes or () if isinstance(p.used_bytes, int))
     share = util * total
     if share >= need and share <= total - others:
         return

@@ -11,8 +11,6 @@ from shop_r1_doctor.checks._base import (
     bytes_gib,
     env_set,
     finding,
-    pkg_installed,
-    pkg_version,
 )
 from shop_r1_doctor.facts import Facts
 from shop_r1_doctor.findings import Finding
@@ -32,10 +30,10 @@ def wsl_cuda_visible_devices(facts: Facts) -> Iterator[Finding]:
     cvd = facts.env_value("CUDA_VISIBLE_DEVICES")
     if not facts.wsl or cvd is None:
         return
-    if not all(isinstance(g.get("index"), int) for g in facts.gpus):
+    if not all(isinstance(g.index, int) for g in facts.gpus):
         return  # GPUs named without indices: which ones CVD names is unknown
     items = [x.strip() for x in cvd.split(",") if x.strip()]
-    indices = {g.get("index") for g in facts.gpus}
+    indices = {g.index for g in facts.gpus}
     bad = (
         not items
         or any(x.startswith("-") for x in items)
@@ -138,7 +136,7 @@ def interpreter(facts: Facts) -> Iterator[Finding]:
 def windows_compile(facts: Facts) -> Iterator[Finding]:
     if facts.os != "windows" or facts.plan.torch_compile is not True:
         return
-    if pkg_installed(facts, "triton") is not False:
+    if facts.installed("triton") is not False:
         return
     yield finding(
         "WIN_TORCH_COMPILE_NO_TRITON",
@@ -148,7 +146,7 @@ def windows_compile(facts: Facts) -> Iterator[Finding]:
 
 
 def hf_xet(facts: Facts) -> Iterator[Finding]:
-    xv = pkg_version(facts, "hf-xet")
+    xv = facts.version("hf-xet")
     fixed = load_compat().hf_xet.stall_fixed_in
     if xv is None or xv >= fixed or env_set(facts, "HF_HUB_DISABLE_XET") is not False:
         return

@@ -11,8 +11,6 @@ from shop_r1_doctor.checks._base import (
     finding,
     gpu_cc,
     gpu_name,
-    pkg_installed,
-    pkg_version,
     torch_arch_list,
     torch_cuda,
     torch_is_cpu_build,
@@ -77,7 +75,7 @@ def torch_arch_covers_gpus(facts: Facts) -> Iterator[Finding]:
             return
         archs = archs_with_ptx(row.archs, row.ptx)
         source = f"the official {variant} wheel's arch list ({row.source})"
-    vllm_installed = pkg_installed(facts, "vllm") is True
+    vllm_installed = facts.installed("vllm") is True
     seen = set()
     for gpu in facts.gpus:
         cc = gpu_cc(gpu)
@@ -95,7 +93,7 @@ def torch_arch_covers_gpus(facts: Facts) -> Iterator[Finding]:
         if cc[0] == 12 and vllm_installed:
             yield finding(
                 "VLLM_WHEEL_NO_SM120",
-                f"vLLM {pkg_version(facts, 'vllm')} runs on torch {tv}, which has no {sm} kernels ({gpu_name(gpu)})",
+                f"vLLM {facts.version('vllm')} runs on torch {tv}, which has no {sm} kernels ({gpu_name(gpu)})",
                 detail=detail,
                 fix=f'a vLLM release on torch >= 2.7.1 cu128 ({pip_command(facts)} install -U vllm), or build vLLM with TORCH_CUDA_ARCH_LIST="12.0"',
             )
@@ -107,7 +105,7 @@ def torch_arch_covers_gpus(facts: Facts) -> Iterator[Finding]:
 
 def gpu_too_old(facts: Facts) -> Iterator[Finding]:
     compat = load_compat()
-    vv = pkg_version(facts, "vllm")
+    vv = facts.version("vllm")
     cuda = torch_cuda(facts)
     cu13 = compat.feature("torch_cu13")
     for gpu in facts.gpus:
@@ -153,9 +151,9 @@ def _builds_extensions(facts: Facts) -> bool:
     """Will something compile CUDA code here (a build of flash-attn, deepspeed's JIT ops)?"""
     fa_wanted = (
         facts.plan.attn_implementation == "flash_attention_2"
-        and pkg_installed(facts, "flash-attn") is False
+        and facts.installed("flash-attn") is False
     )
-    return fa_wanted or any(pkg_installed(facts, d) is True for d in ("deepspeed", "apex"))
+    return fa_wanted or any(facts.installed(d) is True for d in ("deepspeed", "apex"))
 
 
 def cuda_toolkit(facts: Facts) -> Iterator[Finding]:
@@ -199,10 +197,10 @@ def cuda_toolkit(facts: Facts) -> Iterator[Finding]:
         and not on_path
         and nvcc_v is None
     )
-    if pkg_installed(facts, "deepspeed") is True and "cuda_toolkit" in facts.raw and no_toolkit:
+    if facts.installed("deepspeed") is True and "cuda_toolkit" in facts.raw and no_toolkit:
         yield finding(
             "CUDA_HOME_MISSING_DEEPSPEED",
-            f"deepspeed {pkg_version(facts, 'deepspeed')} is installed but there is no CUDA toolkit (CUDA_HOME unset, no nvcc)",
+            f"deepspeed {facts.version('deepspeed')} is installed but there is no CUDA toolkit (CUDA_HOME unset, no nvcc)",
             detail="DeepSpeed's op builders raise MissingCUDAException: even `import trl` or "
             "accelerate's DeepSpeed integration can fail.",
             fix="export CUDA_HOME=/usr/local/cuda (install the toolkit), or "

@@ -7,7 +7,7 @@ from collections.abc import Iterator
 from packaging.requirements import InvalidRequirement, Requirement
 from packaging.specifiers import SpecifierSet
 
-from shop_r1_doctor.checks._base import finding, pkg_requires, pkg_version, uses_vllm
+from shop_r1_doctor.checks._base import finding, uses_vllm
 from shop_r1_doctor.facts import Facts
 from shop_r1_doctor.findings import Finding
 from shop_r1_doctor.knowledge import load_compat, public
@@ -16,7 +16,7 @@ from shop_r1_doctor.target_python import pip_command
 
 def _declared_vllm_range(facts: Facts) -> SpecifierSet | None:
     """trl's `vllm` extra, when the snapshot kept extras-only requirements."""
-    for text in pkg_requires(facts, "trl"):
+    for text in facts.requires("trl"):
         try:
             req = Requirement(text)
         except InvalidRequirement:
@@ -27,7 +27,7 @@ def _declared_vllm_range(facts: Facts) -> SpecifierSet | None:
 
 
 def trl_vllm_skew(facts: Facts) -> Iterator[Finding]:
-    trl, vv = pkg_version(facts, "trl"), pkg_version(facts, "vllm")
+    trl, vv = facts.version("trl"), facts.version("vllm")
     if trl is None or vv is None:
         return
     spec = _declared_vllm_range(facts)

@@ -14,9 +14,6 @@ from shop_r1_doctor.checks._base import (
     finding,
     gpu_cc,
     gpu_name,
-    pkg_installed,
-    pkg_requires,
-    pkg_version,
     torch_version,
     uses_vllm,
 )
@@ -32,7 +29,7 @@ def _needed_if(needed: bool) -> Severity:
 
 def requirement_on(facts: Facts, dist: str, target: str) -> Requirement | None:
     """`dist`'s declared requirement on `target` (markers already evaluated by the probe)."""
-    for text in pkg_requires(facts, dist):
+    for text in facts.requires(dist):
         try:
             req = Requirement(text)
         except InvalidRequirement:
@@ -52,7 +49,7 @@ def vllm_for_torch(torch: Version) -> str | None:
 
 
 def vllm_requested(facts: Facts) -> Iterator[Finding]:
-    if not uses_vllm(facts) or pkg_installed(facts, "vllm") is not False or facts.os == "windows":
+    if not uses_vllm(facts) or facts.installed("vllm") is not False or facts.os == "windows":
         return
     tv = torch_version(facts)
     spec = vllm_for_torch(tv) if tv else None
@@ -69,7 +66,7 @@ def vllm_requested(facts: Facts) -> Iterator[Finding]:
 
 
 def vllm_torch_pin(facts: Facts) -> Iterator[Finding]:
-    vv, tv = pkg_version(facts, "vllm"), torch_version(facts)
+    vv, tv = facts.version("vllm"), torch_version(facts)
     if vv is None or tv is None:
         return
     req = requirement_on(facts, "vllm", "torch")
@@ -98,7 +95,7 @@ def vllm_torch_pin(facts: Facts) -> Iterator[Finding]:
 
 
 def vllm_windows(facts: Facts) -> Iterator[Finding]:
-    if facts.os != "windows" or not (uses_vllm(facts) or pkg_installed(facts, "vllm")):
+    if facts.os != "windows" or not (uses_vllm(facts) or facts.installed("vllm")):
         return
     yield finding(
         "VLLM_NATIVE_WINDOWS",
@@ -116,7 +113,7 @@ def vllm_import(facts: Facts) -> Iterator[Finding]:
         return
     yield finding(
         "VLLM_IMPORT_FAILED",
-        f"vllm {pkg_version(facts, 'vllm') or ''} does not import".replace("  ", " "),
+        f"vllm {facts.version('vllm') or ''} does not import".replace("  ", " "),
         severity=_needed_if(uses_vllm(facts)),
         detail=facts.import_error(failed),
         fix=f"{pip_command(facts)} install --force-reinstall vllm==<installed version> (matching its torch pin)",
@@ -128,7 +125,7 @@ def _expandable(value: str | None) -> bool:
 
 
 def expandable_segments(facts: Facts) -> Iterator[Finding]:
-    vv = pkg_version(facts, "vllm")
+    vv = facts.version("vllm")
     if vv is None and not uses_vllm(facts):
         return
     cuda_conf = facts.env_value("PYTORCH_CUDA_ALLOC_CONF")
@@ -168,7 +165,7 @@ def expandable_segments(facts: Facts) -> Iterator[Finding]:
 
 def attention_backend_env(facts: Facts) -> Iterator[Finding]:
     value = facts.env_value("VLLM_ATTENTION_BACKEND")
-    vv = pkg_version(facts, "vllm")
+    vv = facts.version("vllm")
     if not value or vv is None:
         return
     rules = load_compat().vllm_attention_env
@@ -188,7 +185,7 @@ def attention_backend_env(facts: Facts) -> Iterator[Finding]:
 
 
 def turing_backend(facts: Facts) -> Iterator[Finding]:
-    if pkg_version(facts, "vllm") is None and not uses_vllm(facts):
+    if facts.version("vllm") is None and not uses_vllm(facts):
         return
     ccs = [(g, gpu_cc(g)) for g in facts.gpus]
     old = [(g, cc) for g, cc in ccs if cc is not None and (7, 0) <= cc < (8, 0)]
@@ -214,7 +211,7 @@ def forked_cuda(facts: Facts) -> Iterator[Finding]:
 
 
 def v1_engine_vs_trl(facts: Facts) -> Iterator[Finding]:
-    vv, trl = pkg_version(facts, "vllm"), pkg_version(facts, "trl")
+    vv, trl = facts.version("vllm"), facts.version("trl")
     if vv is None or trl is None or vv < Version("0.8"):
         return
     row = next((r for r in load_compat().trl_vllm if r.value == "<0.8"), None)
@@ -230,7 +227,7 @@ def v1_engine_vs_trl(facts: Facts) -> Iterator[Finding]:
 
 
 def xformers_pin(facts: Facts) -> Iterator[Finding]:
-    xv, tv = pkg_version(facts, "xformers"), torch_version(facts)
+    xv, tv = facts.version("xformers"), torch_version(facts)
     req = requirement_on(facts, "xformers", "torch")
     if xv is None or tv is None or req is None or public(tv) in req.specifier:
         return

@@ -6,11 +6,14 @@ from __future__ import annotations
 import re
 import shlex
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import typer
 
 from shop_r1_doctor.errors import ToolError
+
+if TYPE_CHECKING:
+    from shop_r1_doctor.facts import GpuFacts
 
 FORMATS = ("docker", "apptainer")
 
@@ -130,7 +133,7 @@ def _apptainer(prof: Any, with_: list[str], base_image: str | None, output: Path
     out.line(f"run:   apptainer run{nv} {rendered.sif}   (the doctor in the image)")
 
 
-def _machine_gpus(snapshot: Path | None) -> tuple[list[dict[str, Any]], str]:
+def _machine_gpus(snapshot: Path | None) -> tuple[list[GpuFacts], str]:
     """(GPUs, whose) of the snapshot, else of this machine (a fast probe: nvidia-smi)."""
     from shop_r1_doctor.facts import Facts
 
@@ -143,7 +146,7 @@ def _machine_gpus(snapshot: Path | None) -> tuple[list[dict[str, Any]], str]:
     return Facts(collect_snapshot(fast=True)).gpus, "this machine"
 
 
-def uncovered_gpus(prof: Any, machine: tuple[list[dict[str, Any]], str]) -> list[str]:
+def uncovered_gpus(prof: Any, machine: tuple[list[GpuFacts], str]) -> list[str]:
     """One line per GPU model of the machine that the profile's image has no kernels for,
     naming the profile that has them. A machine without GPUs (a build host) is no case."""
     from shop_r1_doctor.profiles.match import gpu_matches
@@ -152,8 +155,11 @@ def uncovered_gpus(prof: Any, machine: tuple[list[dict[str, Any]], str]) -> list
     gpus, whose = machine
     profiles = load_profiles()
     out = []
-    for name, cc in sorted({(str(g.get("name", "?")), g.get("compute_capability")) for g in gpus}):
-        gpu = {"name": name, "compute_capability": cc}
+    from shop_r1_doctor.facts import GpuFacts, shown
+
+    known = {(shown(g.name), g.compute_capability or None) for g in gpus}
+    for name, cc in sorted(known, key=lambda k: (k[0], str(k[1]))):
+        gpu = GpuFacts(name=name, compute_capability=cc)
         if gpu_matches(prof, gpu):
             continue
         fits = sorted(p.name for p in profiles.values() if gpu_matches(p, gpu))

@@ -11,7 +11,7 @@ from dataclasses import dataclass, field
 from typing import Any, Literal
 
 from shop_r1_doctor.errors import ToolError
-from shop_r1_doctor.facts import Facts
+from shop_r1_doctor.facts import Facts, shown
 from shop_r1_doctor.hardware import gpu_info
 from shop_r1_doctor.knowledge import grpo_vllm_speedup
 from shop_r1_doctor.profiles.model import Profile
@@ -149,9 +149,7 @@ def target_machine(facts: Facts) -> tuple[int, bool, bool]:
     launch plans for, so its preflight (`train --dry-run` there) passes where `train` runs."""
     vllm_ok = facts.installed("vllm") is True and facts.import_ok("vllm") is not False
     # cards whose PCIe P2P path hangs NCCL (knowledge/gpus.yaml `p2p: false`)
-    consumer = any(
-        (info := gpu_info(g.get("name"))) is not None and info.p2p is False for g in facts.gpus
-    )
+    consumer = any((info := gpu_info(g.name)) is not None and info.p2p is False for g in facts.gpus)
     return len(facts.gpus), vllm_ok, consumer
 
 
@@ -161,7 +159,7 @@ def layout_from_facts(facts: Facts) -> tuple[str, int, bool, bool]:
 
     match = match_profile(facts)
     if match is None:
-        names = ", ".join(str(g.get("name", "?")) for g in facts.gpus) or "unknown GPUs"
+        names = ", ".join(shown(g.name) for g in facts.gpus) or "unknown GPUs"
         raise ToolError(f"launch --auto: no profile matches this machine ({names}); pass --profile")
     return (match.name, *target_machine(facts))
 

@@ -356,11 +356,12 @@ def sample_gpus(profiles: dict[str, Profile]) -> list[tuple[str, CC | None]]:
 
 def overlaps(profiles: dict[str, Profile]) -> list[Problem]:
     """Two profiles that match the same GPU need distinct `match.priority` values."""
+    from shop_r1_doctor.facts import GpuFacts
     from shop_r1_doctor.profiles.match import gpu_matches
 
     found: dict[tuple[str, ...], str] = {}
     for name, cc in sample_gpus(profiles):
-        gpu: dict[str, object] = {"name": name, "compute_capability": cc_text(cc) if cc else None}
+        gpu = GpuFacts(name=name, compute_capability=cc_text(cc) if cc else None)
         matched = {p for p in profiles if gpu_matches(profiles[p], gpu)}
         # a family overlaps its members by design (`families` checks it covers just them)
         matched -= {p for p in matched if set(profiles[p].members) & matched}

@@ -14,7 +14,7 @@ from packaging.version import Version
 
 from shop_r1_doctor.builds import choose_torch_build
 from shop_r1_doctor.catalog import finding
-from shop_r1_doctor.facts import NOT_PROBED, Facts, parse_version
+from shop_r1_doctor.facts import NOT_PROBED, Facts, GpuFacts, parse_version, shown
 from shop_r1_doctor.findings import Finding, Severity
 from shop_r1_doctor.hardware import parse_arch_list, parse_cc
 from shop_r1_doctor.knowledge import grpo_vllm_speedup
@@ -37,7 +37,7 @@ def best_profile(facts: Facts, profiles: dict[str, Profile]) -> tuple[Profile, s
     No GPU at all (an empty `gpus` list) -> the cpu profile; GPUs unknown (no `gpus`
     section) or none of them matched -> None.
     """
-    if not isinstance(facts.raw.get("gpus"), list):
+    if not isinstance(facts.listed_gpus, list):
         return None
     gpus = facts.gpus
     if not gpus:
@@ -55,18 +55,17 @@ def best_profile(facts: Facts, profiles: dict[str, Profile]) -> tuple[Profile, s
     if not scored:
         return None
     count, _, _, profile = max(scored, key=lambda s: s[:3])
-    names = sorted({str(g.get("name", "?")) for g in gpus if gpu_matches(profile, g)})
-    ccs = sorted({str(g.get("compute_capability")) for g in gpus if gpu_matches(profile, g)})
+    names = sorted({shown(g.name) for g in gpus if gpu_matches(profile, g)})
+    ccs = sorted({shown(g.compute_capability, "None") for g in gpus if gpu_matches(profile, g)})
     arch = "/".join(f"sm_{c.replace('.', '')}" for c in ccs if c != "None") or "GPU"
     return profile, f"{count} x {arch} ({', '.join(names)})"
 
 
-def gpu_matches(profile: Profile, gpu: dict[str, object]) -> bool:
-    cc = parse_cc(gpu.get("compute_capability"))
+def gpu_matches(profile: Profile, gpu: GpuFacts) -> bool:
+    cc = parse_cc(gpu.compute_capability)
     if cc is not None:
         return profile.match.matches_cc(cc)
-    name = gpu.get("name")
-    return isinstance(name, str) and profile.match.matches_name(name)
+    return isinstance(gpu.name, str) and profile.match.matches_name(gpu.name)
 
 
 def match_profile(facts: Facts, profiles: dict[str, Profile] | None = None) -> ProfileMatch | None:
