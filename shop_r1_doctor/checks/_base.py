@@ -97,6 +97,8 @@ def torch_is_cpu_build(facts: Facts) -> bool | None:
         return None
     if v.local and v.local.startswith("cpu"):
         return True
+    if t and isinstance(t.hip, str) and t.hip:
+        return False  # a ROCm build, also one whose version has no +rocm tag (2.4.0a0+git...)
     if t and t.cuda is not NOT_PROBED:
         return t.cuda is None and not (v.local or "").startswith(("rocm", "xpu"))
     return None

@@ -42,6 +42,9 @@ def test_a_field(section, cuda):
         ({"version": "2.6.0", "cuda": None}, True),
         ({"version": "2.6.0", "cuda": "12.4"}, False),
         ({"version": "2.6.0+rocm6.2", "cuda": None}, False),
+        # a ROCm source build whose version carries no +rocm tag: the HIP version decides
+        ({"version": "2.4.0a0+git1234abc", "cuda": None, "hip": "6.2.41133"}, False),
+        ({"version": "2.4.0a0+git1234abc", "cuda": None, "hip": None}, True),
     ],
 )
 def test_not_probed_and_absent_decide_differently(section, cpu):

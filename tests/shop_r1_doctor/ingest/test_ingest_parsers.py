@@ -265,12 +265,12 @@ HIP = "6.2.41133-dd7f95766"
 @pytest.mark.parametrize(
     ("version", "cuda", "rocm", "available", "torch", "cpu_build"),
     [
-        # ROCm: torch.version.cuda is None there too, yet it is no CPU build (unknown
-        # CUDA, never None)
-        ("2.5.1+rocm6.2", "N/A", HIP, "True", {"hip": HIP}, None),
-        ("2.4.0a0+git1d1e6d5", "N/A", HIP, "True", {"hip": HIP}, None),
-        ("2.4.0a0+git1d1e6d5", "None", HIP, "True", {"hip": HIP}, None),
-        ("2.4.0a0+git1d1e6d5", "Could not collect", HIP, "True", {"hip": HIP}, None),
+        # ROCm: torch.version.cuda is None there too, yet it is no CPU build: the HIP
+        # version says so (CUDA unknown, never None)
+        ("2.5.1+rocm6.2", "N/A", HIP, "True", {"hip": HIP}, False),
+        ("2.4.0a0+git1d1e6d5", "N/A", HIP, "True", {"hip": HIP}, False),
+        ("2.4.0a0+git1d1e6d5", "None", HIP, "True", {"hip": HIP}, False),
+        ("2.4.0a0+git1d1e6d5", "Could not collect", HIP, "True", {"hip": HIP}, False),
         # the other side of the same decision: no ROCm either, a CPU-only wheel
         ("2.4.0a0+git1d1e6d5", "N/A", "N/A", "False", {"cuda": None}, True),
         ("2.5.1", "None", "None", "False", {"cuda": None}, True),
