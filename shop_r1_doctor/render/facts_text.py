@@ -8,6 +8,8 @@ from __future__ import annotations
 
 from typing import Any
 
+from shop_r1_doctor.facts import Facts
+
 GIB = 1024**3
 KEY_PACKAGES = ("transformers", "trl", "accelerate", "datasets", "peft", "numpy")
 
@@ -74,7 +76,10 @@ def platform_facts(snap: dict[str, Any]) -> list[str]:
 
 
 def gpu_headline(snap: dict[str, Any]) -> str:
-    gpus = snap.get("gpus")
+    # The GPUs the checks judge (`Facts.gpus`): NVML's or nvidia-smi's, else the devices
+    # torch saw. Read from the raw section, a container without NVML headed "no NVIDIA GPU
+    # found" above findings about the GPU torch was using.
+    facts = Facts(snap)
     driver = _d(snap, "driver")
     drv = ""
     if driver.get("version"):
@@ -82,19 +87,21 @@ def gpu_headline(snap: dict[str, Any]) -> str:
         drv = f"driver {driver['version']}{cuda}"
     elif driver.get("error"):
         drv = f"driver error: {driver['error']}"
-    if not isinstance(gpus, list):
-        return "GPUs: unknown" + (f", {drv}" if drv else "")
+    gpus = facts.gpus
     if not gpus:
-        return "GPUs: no NVIDIA GPU found" + (f", {drv}" if drv else "")
+        found = "no NVIDIA GPU found" if facts.listed_gpus == [] else "unknown"
+        return f"GPUs: {found}" + (f", {drv}" if drv else "")
     names: dict[str, int] = {}
     for g in gpus:
-        if isinstance(g, dict):
-            cc = f"cc {g['compute_capability']}, " if g.get("compute_capability") else ""
-            size = g.get("memory_total_bytes")
-            inner = f"{cc}{_gib(size)}" if size is not None else cc.rstrip(", ")
-            label = f"{g.get('name', '?')}" + (f" ({inner})" if inner else "")
-            names[label] = names.get(label, 0) + 1
+        cc = f"cc {g.compute_capability}, " if isinstance(g.compute_capability, str) else ""
+        size = g.memory_total_bytes if isinstance(g.memory_total_bytes, int) else None
+        inner = f"{cc}{_gib(size)}" if size is not None else cc.rstrip(", ")
+        name = g.name if isinstance(g.name, str) else "?"
+        label = name + (f" ({inner})" if inner else "")
+        names[label] = names.get(label, 0) + 1
     listed = ", ".join(f"{n}x {label}" for label, n in names.items())
+    if not facts.listed_gpus:
+        listed += " (seen by torch; no NVML or nvidia-smi list)"
     return f"GPUs: {_join(listed, drv)}"
 
 

@@ -96,3 +96,28 @@ def test_fast_mode_marks_unprobed_subjects():
     snap["probes"]["torch"] = {"status": "skipped", "seconds": 0.0, "detail": "skipped (--fast)"}
     text = render_terminal(Diagnosis(snap))
     assert "[-] PyTorch: not probed: skipped (--fast)" in text.splitlines()
+
+
+@pytest.mark.parametrize(
+    ("snap", "headline"),
+    [
+        # a container without NVML: torch's devices, as the checks see them
+        (
+            {"gpus": [], "torch": {"version": "2.6.0", "capabilities": ["9.0", "9.0"]}},
+            "GPUs: 2x ? (cc 9.0) (seen by torch; no NVML or nvidia-smi list)",
+        ),
+        (
+            {"gpus": [], "torch": {"version": "2.6.0", "capabilities": []}},
+            "GPUs: no NVIDIA GPU found",
+        ),
+        ({"torch": {"version": "2.6.0"}}, "GPUs: unknown"),
+        (
+            {"gpus": [{"index": 0, "name": "NVIDIA H100", "compute_capability": "9.0"}]},
+            "GPUs: 1x NVIDIA H100 (cc 9.0)",
+        ),
+    ],
+)
+def test_gpu_headline_names_the_gpus_the_checks_judge(snap, headline):
+    from shop_r1_doctor.render.facts_text import gpu_headline
+
+    assert gpu_headline(snap) == headline
