@@ -100,19 +100,23 @@ def test_colour_only_on_a_terminal_without_no_color(monkeypatch, tty, no_color, 
     assert text.count("\x1b[") == (2 if colored else 0)  # the mark only, never the text
 
 
+# A fake token of the Hub's shape, built so that no scanner reads a real one here.
+FAKE_HF = "hf_" + "FAKE" + "0" * 30
+FAKE_WANDB = "0123456789abcdef" * 2 + "FAKE0000"
+
 LEAKY = Finding(
     "HF_GATED_REPO_NO_TOKEN",
     "error",
-    "the Hub refused hf_AbCdEfGhIjKlMnOpQrStUvWxYz0123456789 from /home/alice/.cache",
-    detail="WANDB_API_KEY=0123456789abcdef0123456789abcdef01234567 in /home/alice/.env",
-    fix="huggingface-cli login --token hf_AbCdEfGhIjKlMnOpQrStUvWxYz0123456789",
+    f"the Hub refused {FAKE_HF} from /home/alice/.cache",
+    detail=f"WANDB_API_KEY={FAKE_WANDB} in /home/alice/.env",
+    fix=f"huggingface-cli login --token {FAKE_HF}",
     urls=("https://user:hunter2secret@example.org/x",),
 )
 
 
 def _assert_clean(shown: str) -> None:
     assert "/home/alice" not in shown and "~/.cache" in shown and "~/.env" in shown
-    for secret in ("hf_AbCdEf", "0123456789abcdef", "hunter2secret"):
+    for secret in (FAKE_HF, "hf_FAKE", FAKE_WANDB, "0123456789abcdef", "hunter2secret"):
         assert secret not in shown, (secret, shown)
 
 
