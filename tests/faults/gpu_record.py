@@ -23,7 +23,7 @@ import subprocess
 import sys
 import tempfile
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -177,9 +177,19 @@ def write_recording(out: Path, case: GpuCase, output: str, meta: dict[str, Any])
     return where / f"{case.name}.json"
 
 
+def case_env(case: GpuCase, base: Mapping[str, str]) -> dict[str, str]:
+    """The case's environment: this one, the checkout first on the import path (the
+    cases are `tests.faults.gpu_faults`), then the case's own variables. The paths
+    already there stay: on the GPU machine TRL and vLLM come from a carried tree on
+    PYTHONPATH, and a child without them recorded "No module named 'vllm'" in place of
+    the failure the case causes."""
+    paths = [str(ROOT), *(p for p in base.get("PYTHONPATH", "").split(os.pathsep) if p)]
+    return {**base, "PYTHONPATH": os.pathsep.join(paths), "PYTHONUNBUFFERED": "1", **case.env}
+
+
 def record_case(case: GpuCase, out: Path, stack: dict[str, str]) -> int:
     work = Path(tempfile.mkdtemp(prefix=f"shop-r1-{case.name}-"))
-    env = {**os.environ, "PYTHONPATH": str(ROOT), "PYTHONUNBUFFERED": "1", **case.env}
+    env = case_env(case, os.environ)
     holder = start_holder(case.holds_memory, env) if case.holds_memory else None
     try:
         argv = build_argv(case, work)

@@ -141,3 +141,22 @@ def test_main_without_a_gpu_says_so(tmp_path, monkeypatch, capsys):
     monkeypatch.setenv("PATH", str(Path(sys.executable).parent))  # no nvidia-smi here
     assert gpu_record.main(["--out", str(tmp_path)]) == 2
     assert "no NVIDIA GPU visible" in capsys.readouterr().out
+
+
+def test_a_case_child_imports_what_the_recorder_imports(tmp_path):
+    """On the GPU machine TRL and vLLM come from a carried tree on PYTHONPATH: the
+    recorder saw them (the case was not skipped) while the child, given only the
+    checkout, printed "No module named 'vllm'" in place of the failure."""
+    carried = tmp_path / "carried"
+    carried.mkdir()
+    (carried / "carried_pkg.py").write_text("VERSION = '1.0'\n")
+    env = gpu_record.case_env(
+        BY_NAME["vllm_memory_taken"], {**os.environ, "PYTHONPATH": str(carried)}
+    )
+    code = "import carried_pkg, tests.faults.gpu_faults; print(carried_pkg.VERSION)"
+    out = subprocess.run(
+        [sys.executable, "-c", code], env=env, cwd=tmp_path, capture_output=True, text=True
+    )
+    assert (out.returncode, out.stdout.strip()) == (0, "1.0"), out.stderr
+    assert env["PYTHONPATH"].split(os.pathsep)[0] == str(gpu_record.ROOT)
+    assert gpu_record.case_env(BY_NAME["gpus_hidden_to_cuda"], {})["CUDA_VISIBLE_DEVICES"] == ""
