@@ -151,6 +151,10 @@ class Facts:
         """The snapshot carries the section at all (even null or partial)."""
         return name in self.raw
 
+    def known_as_object(self, name: str) -> bool:
+        """The snapshot carries the section as an object (even an empty one)."""
+        return isinstance(self.raw.get(name), dict)
+
     @functools.cached_property
     def source(self) -> SourceFacts:
         """Where the facts came from; `kind: dump` for a pasted dump."""

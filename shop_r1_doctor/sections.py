@@ -168,7 +168,7 @@ class DockerFacts(msgspec.Struct, frozen=True, kw_only=True):
 class GpuPair(msgspec.Struct, frozen=True, kw_only=True):
     """One pair of the `topology` section: how two GPUs talk."""
 
-    gpus: tuple[int, ...] | NotProbed = NOT_PROBED
+    gpus: list[int] | NotProbed = NOT_PROBED
     link: str | NotProbed | None = NOT_PROBED  # NV4 / PIX / SYS / ...
     p2p: bool | NotProbed | None = NOT_PROBED
     p2p_nvlink: bool | NotProbed | None = NOT_PROBED
