@@ -182,12 +182,10 @@ def _profile_headline(diagnosis: Diagnosis) -> str:
 def summary_line(diagnosis: Diagnosis) -> str:
     s = diagnosis.summary
     profile = f" (profile: {diagnosis.profile})" if diagnosis.profile else ""
-    source = diagnosis.snapshot.get("source")
+    source = Facts(diagnosis.snapshot).source
     # A pasted dump says only part of the story: say so next to the verdict.
     partial = (
-        f" Checked only what {source.get('file')} says."
-        if isinstance(source, dict) and source.get("kind") == "dump"
-        else ""
+        f" Checked only what {shown(source.file, 'None')} says." if source.kind == "dump" else ""
     )
     if not s.errors and not s.warnings:
         return f"Doctor summary{profile}: no issues found.{partial}"
