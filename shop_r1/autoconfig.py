@@ -184,7 +184,7 @@ def _choose_kernels(facts: Facts, cfg: _RunConfig, cuda: bool, plan: AutoPlan) -
         plan.liger_kernel = False
         why = "GRPO is rollout-bound; not measured there (liger_kernel: on to try)"
     elif ok:
-        version = (facts.section("imports").get("liger_kernel") or {}).get("version")
+        version = facts.import_version("liger_kernel")
         plan.liger_kernel = True
         why = (
             f"liger-kernel{f' {version}' if version else ''} imports: fused RMSNorm/SwiGLU/"
@@ -208,7 +208,7 @@ def _choose_loader(facts: Facts, cuda: bool, plan: AutoPlan) -> None:
     processes overlaps the step instead of leaving the GPU idle while the main process
     does it (TRL's padding-free collator builds position ids and cu_seq_lens on the CPU);
     they need /dev/shm to hand batches over."""
-    shm = facts.host.get("shm_bytes")
+    shm = facts.host.shm_bytes
     if not cuda:
         plan.dataloader_num_workers, why = 0, "no CUDA GPU: the main process is not waiting on one"
     elif not isinstance(shm, int):
@@ -225,7 +225,7 @@ def _choose_loader(facts: Facts, cuda: bool, plan: AutoPlan) -> None:
 def _memory_budget(facts: Facts, cfg: _RunConfig, cuda: bool) -> int:
     if cuda and facts.gpus:
         return int(cfg.gpu_memory_headroom * min(_gpu_free_bytes(g) for g in facts.gpus))
-    ram = facts.host.get("ram_bytes") or 16 * GIB
+    ram = facts.host.ram_bytes or 16 * GIB
     return int(CPU_MEMORY_SHARE * ram)
 
 

@@ -33,6 +33,7 @@ from shop_r1_doctor.logscan import (
     signal_lines,
 )
 from shop_r1_doctor.redact import redact_text
+from shop_r1_doctor.sections import DriverFacts
 
 TAIL_LINES = 60
 MAX_LINE = 400
@@ -252,14 +253,14 @@ def _findings(data: ReportInput) -> str:
 
 
 def _environment(facts: Facts, data: ReportInput) -> str:
-    host, py = facts.host, facts.host.get("python")
+    host, py = facts.host, facts.host.python
     rows = [
-        ("OS", _join(host.get("os"), host.get("os_release"), host.get("kernel"), host.get("arch"))),
+        ("OS", _join(host.os, host.os_release, host.kernel, host.arch)),
         ("WSL / container", _join(_wsl(facts.wsl), facts.container) or "no"),
-        ("Python", _join(py.get("version"), py.get("executable")) if isinstance(py, dict) else ""),
+        ("Python", _join(py.version, py.executable) if py else ""),
         ("GPUs", _gpus(facts)),
         ("Driver", _driver(facts)),
-        ("CUDA toolkit", str(facts.section("cuda_toolkit").get("nvcc_version") or "")),
+        ("CUDA toolkit", str(facts.cuda_toolkit.nvcc_version or "")),
     ]
     torch = facts.torch
     if torch:
@@ -342,7 +343,7 @@ def _one_line(text: str) -> str:
 
 
 def _join(*parts: Any) -> str:
-    return " ".join(str(p) for p in parts if p not in (None, ""))
+    return " ".join(str(p) for p in parts if p not in (None, "", NOT_PROBED))
 
 
 def _wsl(wsl: int | None) -> str:
@@ -366,11 +367,11 @@ def _gpus(facts: Facts) -> str:
 def _driver(facts: Facts) -> str:
     if not facts.known("driver"):
         return "unknown"
-    d = facts.driver
-    if not d:
+    d = facts.listed_driver
+    if not d or d == DriverFacts():
         return "none"
-    cuda = f" (CUDA {d['cuda_version']})" if d.get("cuda_version") else ""
-    return f"{d.get('version', '?')}{cuda}"
+    cuda = f" (CUDA {d.cuda_version})" if d.cuda_version else ""
+    return f"{shown(d.version)}{cuda}"
 
 
 def _duration(seconds: float) -> str:

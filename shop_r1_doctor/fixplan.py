@@ -224,8 +224,8 @@ def build_fix_plan(
 
     steps: list[FixStep] = []
     deferred: list[str] = []
-    driver = parse_version(facts.driver.get("version"))
-    driver_shown = facts.driver.get("version") or (driver_text(driver) if driver else "")
+    driver = parse_version(facts.driver.version)
+    driver_shown = facts.driver.version or (driver_text(driver) if driver else "")
     cuda = profile.cuda
     driver_short = cuda is not None and driver is not None and driver < cuda.min_driver
     build = choose_torch_build(
@@ -313,7 +313,7 @@ def build_fix_plan(
             )
     fa = profile.flash_attn
     if "flash-attn" in needs and fa.mode != "none" and fa.version is not None:
-        ram, cpus = facts.host.get("ram_bytes"), facts.host.get("cpu_count")
+        ram, cpus = facts.host.ram_bytes, facts.host.cpu_count
         jobs, why = build_jobs(
             fa.max_jobs or 4,
             ram if isinstance(ram, int) else None,

@@ -22,8 +22,8 @@ def python_command(facts: Facts) -> str:
     `~` must stay outside the quotes for the shell to expand it: a path with a space under
     the home directory is `~/'my env/bin/python'`, never `'~/my env/bin/python'`.
     """
-    python = facts.host.get("python")
-    exe = python.get("executable") if isinstance(python, dict) else None
+    python = facts.host.python
+    exe = python.executable if python else None
     if not isinstance(exe, str) or not exe.strip():
         return FALLBACK
     exe = redact_home(exe.strip())

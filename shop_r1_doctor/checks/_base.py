@@ -142,7 +142,7 @@ def bytes_gib(n: float) -> str:
 
 def env_set(facts: Facts, name: str) -> bool | None:
     """True/False when the env section was collected (allowlisted names), else None."""
-    if not facts.known("env"):
+    if facts.env is NOT_PROBED:
         return None
     if facts.env_value(name) is None and facts.from_dump:
         return None  # a dump lists some variables (vLLM's by prefix): the others are unknown

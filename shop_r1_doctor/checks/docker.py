@@ -7,41 +7,35 @@ an engine on a machine without NVIDIA GPUs says nothing about GPU support.
 from __future__ import annotations
 
 from collections.abc import Iterator
-from typing import Any
 
 from shop_r1_doctor.checks._base import finding
-from shop_r1_doctor.facts import Facts
+from shop_r1_doctor.facts import Facts, shown
 from shop_r1_doctor.findings import Finding
 
 
-def _docker(facts: Facts) -> dict[str, Any] | None:
-    value = facts.raw.get("docker")
-    return value if isinstance(value, dict) else None
-
-
 def docker_unreachable(facts: Facts) -> Iterator[Finding]:
-    docker = _docker(facts)
-    if docker is None or docker.get("reachable"):
+    docker = facts.docker
+    if not docker or docker.reachable:
         return
-    explicit = docker.get("host_from") == "DOCKER_HOST"
+    explicit = docker.host_from == "DOCKER_HOST"
     yield finding(
         "DOCKER_ENGINE_UNREACHABLE",
-        f"the Docker engine at {docker.get('host')} does not answer",
-        detail=str(docker.get("error") or ""),
+        f"the Docker engine at {shown(docker.host, 'None')} does not answer",
+        detail=str(docker.error or ""),
         # Asked for by DOCKER_HOST: a warning; a socket file alone: only a note.
         severity="warning" if explicit else "info",
     )
 
 
 def docker_gpus(facts: Facts) -> Iterator[Finding]:
-    docker = _docker(facts)
-    if docker is None or not docker.get("reachable") or docker.get("gpus_usable"):
+    docker = facts.docker
+    if not docker or not docker.reachable or docker.gpus_usable:
         return
     if not facts.gpus or facts.container is not None:
         return  # no GPUs to give (or we are inside a container: the host's engine is elsewhere)
     yield finding(
         "DOCKER_NO_GPU_SUPPORT",
-        f"Docker {docker.get('server_version')} here has no NVIDIA runtime, hook or CDI "
+        f"Docker {shown(docker.server_version, 'None')} here has no NVIDIA runtime, hook or CDI "
         "devices: `docker run --gpus all` fails",
         detail="'could not select device driver \"\" with capabilities: [[gpu]]'",
     )

@@ -40,9 +40,9 @@ def _torch_abi(facts: Facts) -> bool | None:
 def wheel_url(facts: Facts) -> str | None:
     """The prebuilt flash-attn wheel for this torch/CUDA/ABI/python, if one is known."""
     tv, cuda = torch_version(facts), torch_cuda(facts)
-    python = facts.host.get("python")
-    py = parse_version(python.get("version")) if isinstance(python, dict) else None
-    arch = facts.host.get("arch")
+    python = facts.host.python
+    py = parse_version(python.version) if python else None
+    arch = facts.host.arch
     abi = _torch_abi(facts)
     if tv is None or cuda is None or facts.os != "linux" or abi is None:
         return None
@@ -134,13 +134,13 @@ def _source_build(facts: Facts) -> Iterator[Finding]:
         "for an hour or more (needs nvcc matching torch's CUDA major).",
         fix='attn_implementation="sdpa", or a torch covered by flash-attn wheels (2.4-2.8 on CUDA 12)',
     )
-    if facts.os == "windows" and facts.host.get("windows_long_paths") is not True:
+    if facts.os == "windows" and facts.host.windows_long_paths is not True:
         yield finding(
             "FA_WINDOWS_LONG_PATH",
             "building flash-attn on Windows with long paths disabled fails ('Filename too long')",
             detail="The source tree (composable_kernel) has paths over 260 characters.",
         )
-    ram, cpus = facts.host.get("ram_bytes"), facts.host.get("cpu_count")
+    ram, cpus = facts.host.ram_bytes, facts.host.cpu_count
     if facts.env_value("MAX_JOBS") is None and isinstance(ram, int) and isinstance(cpus, int):
         safe_jobs = max(1, ram // (BUILD_GB_PER_JOB * GIB))
         if safe_jobs < cpus:

@@ -19,6 +19,7 @@ from shop_r1_doctor.checks._base import (
 from shop_r1_doctor.facts import NOT_PROBED, Facts, GpuFacts, GpuProcess, parse_version, shown
 from shop_r1_doctor.findings import Finding
 from shop_r1_doctor.knowledge import driver_text, load_compat
+from shop_r1_doctor.sections import DriverFacts
 from shop_r1_doctor.target_python import pip_command
 
 BUSY_FRACTION = 0.10  # other processes holding more than this share of a GPU
@@ -26,8 +27,8 @@ BUSY_FRACTION = 0.10  # other processes holding more than this share of a GPU
 
 def _driver(facts: Facts) -> tuple[Version | None, Version | None]:
     """(driver version, the newest CUDA it supports), the latter from NVML or the table."""
-    driver = parse_version(facts.driver.get("version"))
-    cuda = parse_version(facts.driver.get("cuda_version"))
+    driver = parse_version(facts.driver.version)
+    cuda = parse_version(facts.driver.cuda_version)
     if cuda is None and driver is not None:
         cuda = load_compat().max_cuda_for_driver(driver, facts.os or "linux")
     return driver, cuda
@@ -134,8 +135,8 @@ def gpu_expected(facts: Facts) -> str | None:
 def gpu_runtime_in_container(facts: Facts) -> Iterator[Finding]:
     if facts.container is None or facts.listed_gpus is NOT_PROBED or facts.gpus:
         return
-    if facts.raw.get("driver") not in (None, {}):
-        return
+    if facts.listed_driver and facts.listed_driver != DriverFacts():
+        return  # the driver section says something: the GPUs are elsewhere
     why = gpu_expected(facts)
     if why is None:
         # Nothing asks for a GPU: a note for whoever meant to pass --gpus, not a warning.

@@ -101,7 +101,7 @@ def nccl_windows(facts: Facts) -> Iterator[Finding]:
 
 
 def docker_shm(facts: Facts) -> Iterator[Finding]:
-    shm = facts.host.get("shm_bytes")
+    shm = facts.host.shm_bytes
     if facts.container is None or not isinstance(shm, int) or shm >= SMALL_SHM:
         return
     if not multi_gpu(facts):
@@ -138,17 +138,17 @@ def consumer_p2p(facts: Facts) -> Iterator[Finding]:
 
 
 def infiniband(facts: Facts) -> Iterator[Finding]:
-    ib = facts.host.get("infiniband")
-    if not isinstance(ib, dict) or not ib.get("sys_devices") or not multi_gpu(facts):
+    ib = facts.host.infiniband
+    if not ib or not ib.sys_devices or not multi_gpu(facts):
         return
     if facts.env_value("NCCL_IB_DISABLE") == "1":
         return
-    memlock = ib.get("memlock_bytes")
+    memlock = ib.memlock_bytes
     limited = isinstance(memlock, int) and 0 <= memlock < 2**30
-    if ib.get("dev_present") is False or limited:
+    if ib.dev_present is False or limited:
         why = (
             "no /dev/infiniband in this container"
-            if ib.get("dev_present") is False
+            if ib.dev_present is False
             else f"memlock limited to {memlock} bytes"
         )
         yield finding(

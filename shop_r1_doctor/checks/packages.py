@@ -34,14 +34,14 @@ NAMED_ELSEWHERE = {("vllm", "torch"), ("xformers", "torch")}
 
 def marker_env(facts: Facts) -> dict[str, str]:
     """Marker variables of the snapshot's machine (not of the one re-running checks)."""
-    py = facts.host.get("python")
-    version = py.get("version") if isinstance(py, dict) else None
+    py = facts.host.python
+    version = py.version if py else None
     system = {"linux": "Linux", "windows": "Windows", "darwin": "Darwin"}.get(facts.os or "", "")
     env = {
         "extra": "",
         "sys_platform": {"Linux": "linux", "Windows": "win32", "Darwin": "darwin"}.get(system, ""),
         "platform_system": system,
-        "platform_machine": str(facts.host.get("arch") or ""),
+        "platform_machine": str(facts.host.arch or ""),
         "os_name": "nt" if system == "Windows" else "posix",
         "implementation_name": "cpython",
         "platform_python_implementation": "CPython",

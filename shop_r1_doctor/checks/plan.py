@@ -317,7 +317,7 @@ def env_references(facts: Facts) -> Iterator[Finding]:
         # unknown when the env section was not collected, or a pasted dump omits the name
         if not isinstance(name, str) or env_set(facts, name) is None:
             continue
-        value = facts.env.get(name)
+        value = facts.env_value(name)
         if not isinstance(value, str) or not value:
             state = "empty" if value == "" else "unset"
             yield finding(
@@ -359,10 +359,9 @@ def disk_at_checkpoint(facts: Facts) -> Iterator[Finding]:
 
 
 def _free_at_output(facts: Facts) -> int | None:
-    table = facts.host.get("disk_free_bytes")
-    if not isinstance(table, dict):
+    free = facts.host.disk_free_bytes
+    if free is NOT_PROBED:
         return None
-    free = {p: f for p, f in table.items() if isinstance(p, str) and isinstance(f, int)}
     out = facts.probed_path(facts.plan.output_dir or "")
     if out in free:
         return free[out]

@@ -5,7 +5,6 @@ from __future__ import annotations
 import ntpath
 import posixpath
 from collections.abc import Iterator
-from typing import Any
 
 from shop_r1_doctor.checks._base import (
     bytes_gib,
@@ -15,15 +14,15 @@ from shop_r1_doctor.checks._base import (
 from shop_r1_doctor.facts import Facts
 from shop_r1_doctor.findings import Finding
 from shop_r1_doctor.knowledge import load_compat
+from shop_r1_doctor.sections import PythonFacts
 from shop_r1_doctor.target_python import pip_command
 
 WSL_LIB = "/usr/lib/wsl/lib"
 UTF8 = ("utf-8", "utf8", "utf_8")
 
 
-def _python(facts: Facts) -> dict[str, Any]:
-    value = facts.host.get("python")
-    return value if isinstance(value, dict) else {}
+def _python(facts: Facts) -> PythonFacts:
+    return facts.host.python or PythonFacts()
 
 
 def wsl_cuda_visible_devices(facts: Facts) -> Iterator[Finding]:
@@ -54,7 +53,7 @@ def wsl_cuda_visible_devices(facts: Facts) -> Iterator[Finding]:
 
 
 def wsl_libcuda(facts: Facts) -> Iterator[Finding]:
-    if not facts.wsl or facts.host.get("libcuda_in_ldconfig") is not False:
+    if not facts.wsl or facts.host.libcuda_in_ldconfig is not False:
         return
     ld = facts.env_value("LD_LIBRARY_PATH")
     if ld is not None and WSL_LIB in {entry.rstrip("/") for entry in ld.split(":")}:
@@ -78,7 +77,7 @@ def wsl_pinned_memory(facts: Facts) -> Iterator[Finding]:
 
 
 def wsl_ram(facts: Facts) -> Iterator[Finding]:
-    ram, params = facts.host.get("ram_bytes"), facts.plan.model_params
+    ram, params = facts.host.ram_bytes, facts.plan.model_params
     if not facts.wsl or not isinstance(ram, int) or not params:
         return
     need = params * 2 * 2  # bf16 weights, twice: loading materialises a copy
@@ -92,7 +91,7 @@ def wsl_ram(facts: Facts) -> Iterator[Finding]:
 
 
 def console_encoding(facts: Facts) -> Iterator[Finding]:
-    enc = facts.host.get("stdout_encoding")
+    enc = facts.host.stdout_encoding
     if not isinstance(enc, str) or enc.lower().replace("-", "_") in ("utf_8", "utf8"):
         return
     if facts.env_value("PYTHONUTF8") == "1":
@@ -110,7 +109,7 @@ def console_encoding(facts: Facts) -> Iterator[Finding]:
 
 def interpreter(facts: Facts) -> Iterator[Finding]:
     py = _python(facts)
-    exe, which = py.get("executable"), py.get("which_python")
+    exe, which = py.executable, py.which_python
     if not isinstance(exe, str) or not isinstance(which, str):
         return
     path = ntpath if facts.os == "windows" else posixpath
@@ -129,7 +128,7 @@ def interpreter(facts: Facts) -> Iterator[Finding]:
         f"`python` on PATH is {which}, not this environment's {exe}",
         detail="Launch scripts that call `python` get another interpreter without your packages: "
         "'No module named ...', or an exit 0 in seconds with an empty log.",
-        fix=f"activate the environment ({py.get('venv') or path.dirname(exe)}), or call {exe} -m ...",
+        fix=f"activate the environment ({py.venv or path.dirname(exe)}), or call {exe} -m ...",
     )
 
 

@@ -27,12 +27,10 @@ def _needed(facts: Facts, probe: str) -> bool:
 
 
 def probe_status(facts: Facts) -> Iterator[Finding]:
-    records = facts.section("probes")
+    records = facts.probes
     for name in sorted(records):
         record = records[name]
-        if not isinstance(record, dict):
-            continue
-        status, detail = record.get("status"), str(record.get("detail") or "")
+        status, detail = record.status, str(record.detail or "")
         needed = _needed(facts, name)
         severity: Severity = "error" if needed else "warning"
         if status == "crash" and name in TORCH_PROBES and facts.wsl:

@@ -3,11 +3,12 @@
 from __future__ import annotations
 
 from collections.abc import Iterator
-from typing import Any, Literal
+from typing import Literal
 
 from shop_r1_doctor.checks._base import GIB, bytes_gib, finding
-from shop_r1_doctor.facts import Facts
+from shop_r1_doctor.facts import NOT_PROBED, Facts, shown
 from shop_r1_doctor.findings import Finding
+from shop_r1_doctor.sections import RayFacts
 from shop_r1_doctor.target_python import pip_command
 
 AF_UNIX_MAX = 107
@@ -15,14 +16,13 @@ RAY_SOCKET_SUFFIX = 60  # /ray/session_<date>_<pid>/sockets/plasma_store and fri
 TMP_LOW = 10 * GIB
 
 
-def _ray(facts: Facts) -> dict[str, Any] | None:
+def _ray(facts: Facts) -> RayFacts | None:
     """The Ray probe's section; else what the package list knows (a pasted `pip list`, a
-    probe that timed out): Ray is installed, its cluster state unknown (no `cluster` key)."""
-    value = facts.raw.get("ray")
-    if isinstance(value, dict):
-        return value
+    probe that timed out): Ray is installed, its cluster state unknown (NOT_PROBED)."""
+    if facts.ray:
+        return facts.ray
     version = facts.version("ray")
-    return {"version": str(version)} if version else None
+    return RayFacts(version=str(version)) if version else None
 
 
 def ray_windows(facts: Facts) -> Iterator[Finding]:
@@ -31,14 +31,14 @@ def ray_windows(facts: Facts) -> Iterator[Finding]:
         return
     yield finding(
         "RAY_WINDOWS_AGENT_CRASH",
-        f"Ray {ray.get('version', '')} on native Windows: the raylet can exit at start (SIGSEGV)",
+        f"Ray {shown(ray.version, '')} on native Windows: the raylet can exit at start (SIGSEGV)",
         severity="error" if facts.plan.use_ray else "warning",
         detail="'The raylet exited immediately because one Ray agent failed, agent_name = dashboard_agent'.",
     )
 
 
 def ray_shm(facts: Facts) -> Iterator[Finding]:
-    shm, ram = facts.host.get("shm_bytes"), facts.host.get("ram_bytes")
+    shm, ram = facts.host.shm_bytes, facts.host.ram_bytes
     if _ray(facts) is None or facts.container is None:
         return
     if not isinstance(shm, int) or not isinstance(ram, int) or shm >= 0.3 * ram:
@@ -54,9 +54,8 @@ def ray_shm(facts: Facts) -> Iterator[Finding]:
 def ray_tmp(facts: Facts) -> Iterator[Finding]:
     if _ray(facts) is None:
         return
-    table = facts.host.get("disk_free_bytes")
     tmp = facts.env_value("RAY_TMPDIR") or facts.env_value("TMPDIR") or "/tmp"
-    free = table.get(tmp) if isinstance(table, dict) else None
+    free = facts.disk_free(tmp)
     if isinstance(free, int) and free < TMP_LOW:
         yield finding(
             "RAY_TMP_DISK_FULL",
@@ -86,30 +85,30 @@ def ray_cluster(facts: Facts) -> Iterator[Finding]:
     ray = _ray(facts)
     if ray is None:
         return
-    state, address = ray.get("cluster"), ray.get("address")
+    state, address = ray.cluster, shown(ray.address, "None")
     severity = _raised(facts)
     if state == "stale":
         yield finding(
             "RAY_CLUSTER_STALE",
             f"Ray's cluster file names {address}, but no head answers there",
             detail=(
-                f"{ray.get('cluster_file')} was left by a head that is gone (killed, or the "
-                f"machine restarted); ray.init() would try it and fail. {ray.get('error') or ''}"
+                f"{shown(ray.cluster_file, 'None')} was left by a head that is gone (killed, or "
+                f"the machine restarted); ray.init() would try it and fail. {ray.error or ''}"
             ).strip(),
             severity=severity,
         )
     elif state in ("unreachable", "unhealthy"):
-        client = ray.get("client") or {}
+        client = ray.client
         via = (
-            f"RAY_ADDRESS={client.get('ray_address')}"
-            if ray.get("source") == "RAY_ADDRESS"
-            else str(ray.get("source"))
+            f"RAY_ADDRESS={shown(client.ray_address, 'None') if client else None}"
+            if ray.source == "RAY_ADDRESS"
+            else shown(ray.source, "None")
         )
         yield finding(
             "RAY_CLUSTER_UNREACHABLE",
             f"Ray cluster at {address} ({via}) "
             + ("reports an unhealthy GCS" if state == "unhealthy" else "does not answer"),
-            detail=str(ray.get("error") or ""),
+            detail=str(ray.error or ""),
             severity=severity,
         )
 
@@ -117,21 +116,21 @@ def ray_cluster(facts: Facts) -> Iterator[Finding]:
 def ray_client_address(facts: Facts) -> Iterator[Finding]:
     """What ray.init() would do with RAY_ADDRESS, against the heads that run here."""
     ray = _ray(facts)
-    client = ray.get("client") if ray else None
-    if not isinstance(client, dict) or ray is None:
+    client = ray.client if ray else None
+    if not client or ray is None:
         return
-    action = client.get("action")
+    action = client.action
     if action == "fail":
         yield finding(
             "RAY_ADDRESS_INVALID",
-            f"ray.init() would fail: {client.get('error')}",
+            f"ray.init() would fail: {shown(client.error, 'None')}",
             severity=_raised(facts),
         )
-    heads = [h for h in ray.get("local_heads") or [] if isinstance(h, str)]
+    heads = list(ray.local_heads or ())
     # RAY_ADDRESS=local also starts a new instance, but on purpose: only an unset one misses
-    unset = client.get("ray_address") is None
-    if action == "start-local" and unset and heads and ray.get("cluster") != "stale":
-        where = f" (started with --temp-dir {ray['temp_dir']})" if ray.get("temp_dir") else ""
+    unset = client.ray_address in (None, NOT_PROBED)
+    if action == "start-local" and unset and heads and ray.cluster != "stale":
+        where = f" (started with --temp-dir {ray.temp_dir})" if ray.temp_dir else ""
         yield finding(
             "RAY_INIT_MISSES_LOCAL_HEAD",
             f"ray.init() would start a new private Ray, not join the head at {heads[0]}{where}",
@@ -148,11 +147,11 @@ def ray_version_match(facts: Facts) -> Iterator[Finding]:
     ray = _ray(facts)
     if ray is None:
         return
-    head, mine = ray.get("head_version"), ray.get("version")
-    if ray.get("cluster") == "running" and head and mine and head != mine:
+    head, mine = ray.head_version, ray.version
+    if ray.cluster == "running" and head and mine and head != mine:
         yield finding(
             "RAY_VERSION_MISMATCH",
-            f"the head at {ray.get('address')} runs Ray {head}, this Python has Ray {mine}",
+            f"the head at {shown(ray.address, 'None')} runs Ray {head}, this Python has Ray {mine}",
             detail="ray.init() refuses to connect: 'Version mismatch: The cluster was started with ...'",
             fix=f"{pip_command(facts)} install 'ray[default]=={head}' (or restart the head with {mine})",
         )

@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Iterator
 
 from shop_r1_doctor.checks._base import GIB, bytes_gib, finding
-from shop_r1_doctor.facts import Facts
+from shop_r1_doctor.facts import NOT_PROBED, Facts
 from shop_r1_doctor.findings import Finding
 from shop_r1_doctor.memory import LOADER_SHM_MIN
 
@@ -14,13 +14,13 @@ SHM_SMALL = LOADER_SHM_MIN
 
 
 def disk_low(facts: Facts) -> Iterator[Finding]:
-    table = facts.host.get("disk_free_bytes")
-    if not isinstance(table, dict):
+    table = facts.host.disk_free_bytes
+    if table is NOT_PROBED:
         return
     seen: set[int] = set()
     for path, free in sorted(table.items()):
         # paths on one file system report the same number: say it once
-        if not isinstance(free, int) or free >= DISK_LOW or free in seen:
+        if free >= DISK_LOW or free in seen:
             continue
         seen.add(free)
         yield finding(
@@ -32,7 +32,7 @@ def disk_low(facts: Facts) -> Iterator[Finding]:
 
 
 def loader_shm(facts: Facts) -> Iterator[Finding]:
-    shm = facts.host.get("shm_bytes")
+    shm = facts.host.shm_bytes
     workers = facts.plan.dataloader_num_workers
     if not isinstance(shm, int) or shm >= SHM_SMALL or not workers:
         return

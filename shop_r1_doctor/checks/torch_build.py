@@ -18,7 +18,7 @@ from shop_r1_doctor.checks._base import (
     torch_version,
     uses_vllm,
 )
-from shop_r1_doctor.facts import Facts, parse_version
+from shop_r1_doctor.facts import NOT_PROBED, Facts, parse_version
 from shop_r1_doctor.findings import Finding
 from shop_r1_doctor.hardware import archs_with_ptx, parse_arch_list
 from shop_r1_doctor.knowledge import load_compat
@@ -33,7 +33,7 @@ def _index_for(cc: tuple[int, int], facts: Facts | None = None) -> str:
     releases = [v for v in (parse_version(r.torch + ".0") for r in compat.torch_releases) if v]
     if facts is None or not releases:
         return best
-    newest, driver = max(releases), parse_version(facts.driver.get("version"))
+    newest, driver = max(releases), parse_version(facts.driver.version)
     if driver is None:
         return best
     build = choose_torch_build(newest, best, [cc], driver, os_name=facts.os or "linux")
@@ -157,14 +157,14 @@ def _builds_extensions(facts: Facts) -> bool:
 
 
 def cuda_toolkit(facts: Facts) -> Iterator[Finding]:
-    tk = facts.section("cuda_toolkit")
-    nvcc_v = parse_version(tk.get("nvcc_version"))
+    tk = facts.cuda_toolkit
+    nvcc_v = parse_version(tk.nvcc_version)
     cuda = torch_cuda(facts)
     building = _builds_extensions(facts)
     if nvcc_v is not None and cuda is not None and nvcc_v.major != cuda.major:
         yield finding(
             "CUDA_TOOLKIT_TORCH_MISMATCH_BUILD",
-            f"nvcc {nvcc_v} ({tk.get('nvcc') or 'on PATH'}) vs torch {torch_version(facts)} built with CUDA {cuda}",
+            f"nvcc {nvcc_v} ({tk.nvcc or 'on PATH'}) vs torch {torch_version(facts)} built with CUDA {cuda}",
             severity="warning" if building else "info",
             detail="CUDA extension builds (flash-attn, deepspeed ops, apex) refuse a toolkit of "
             "another major than torch's.",
@@ -180,7 +180,7 @@ def cuda_toolkit(facts: Facts) -> Iterator[Finding]:
             detail=f"'nvcc fatal : Unsupported gpu architecture' ({row.source if row else ''}).",
             fix=f"install CUDA >= {need} and put its bin first on PATH (export CUDA_HOME=...)",
         )
-    on_path = [p for p in tk.get("nvcc_on_path") or [] if isinstance(p, str)]
+    on_path = list(tk.nvcc_on_path or ())
     if len({os.path.dirname(p) for p in on_path}) > 1:
         yield finding(
             "NVCC_MULTIPLE_ON_PATH",
@@ -190,14 +190,14 @@ def cuda_toolkit(facts: Facts) -> Iterator[Finding]:
     # Absent only when the probe looked for both (a dump naming nvcc's version alone is
     # no evidence that CUDA_HOME is unset).
     no_toolkit = (
-        "cuda_home" in tk
-        and "nvcc" in tk
-        and not tk.get("cuda_home")
-        and not tk.get("nvcc")
+        tk.cuda_home is not NOT_PROBED
+        and tk.nvcc is not NOT_PROBED
+        and not tk.cuda_home
+        and not tk.nvcc
         and not on_path
         and nvcc_v is None
     )
-    if facts.installed("deepspeed") is True and "cuda_toolkit" in facts.raw and no_toolkit:
+    if facts.installed("deepspeed") is True and no_toolkit:
         yield finding(
             "CUDA_HOME_MISSING_DEEPSPEED",
             f"deepspeed {facts.version('deepspeed')} is installed but there is no CUDA toolkit (CUDA_HOME unset, no nvcc)",

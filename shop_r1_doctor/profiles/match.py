@@ -89,7 +89,7 @@ def deviations(facts: Facts, profile: Profile) -> list[Finding]:
         profile.torch.version,
         profile.torch.variant,
         facts.ccs(),
-        parse_version(facts.driver.get("version")),
+        parse_version(facts.driver.version),
         profile_index=profile.torch.index_url,
     )
     index = build.index_url if build else profile.torch.index_url
@@ -153,12 +153,12 @@ def deviations(facts: Facts, profile: Profile) -> list[Finding]:
                 f"{pip} install {shlex.quote(f'{dist}{spec}')}",
             )
 
-    driver = parse_version(facts.driver.get("version"))
+    driver = parse_version(facts.driver.version)
     if profile.cuda is not None and driver is not None and driver < profile.cuda.min_driver:
         add(
             "warning",
             # as the driver writes it (580.65.05), not normalised (580.65.5)
-            f"NVIDIA driver {facts.driver.get('version')} where profile {profile.name} needs >= {profile.cuda.min_driver_text} "
+            f"NVIDIA driver {facts.driver.version} where profile {profile.name} needs >= {profile.cuda.min_driver_text} "
             f"(CUDA {profile.cuda.version})",
             f"install NVIDIA driver >= {profile.cuda.min_driver_text} (data-center GPUs: or the "
             f"cuda-compat-{profile.cuda.version.major}-{profile.cuda.version.minor} package)",

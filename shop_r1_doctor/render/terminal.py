@@ -15,9 +15,9 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any
 
 from shop_r1_doctor.diagnose import Diagnosis
+from shop_r1_doctor.facts import Facts, shown
 from shop_r1_doctor.findings import Finding
 from shop_r1_doctor.render import facts_text as ft
 from shop_r1_doctor.render.findings import (
@@ -38,8 +38,8 @@ class Group:
     key: str
     subjects: frozenset[str]  # Finding.subject values shown in this group
     probes: tuple[str, ...]  # probe names (prefixes) whose status marks this group
-    headline: Callable[[dict[str, Any]], str]
-    facts: Callable[[dict[str, Any]], list[str]]
+    headline: Callable[[Facts], str]
+    facts: Callable[[Facts], list[str]]
 
 
 GROUPS = (
@@ -85,20 +85,17 @@ GROUPS = (
 def _extra_group(subject: str) -> Group:
     """A group for a finding subject this renderer has no headline for."""
 
-    def headline(snap: dict[str, Any]) -> str:
+    def headline(facts: Facts) -> str:
         return subject.replace("-", " ").capitalize()
 
-    return Group(subject, frozenset({subject}), (), headline, lambda snap: [])
+    return Group(subject, frozenset({subject}), (), headline, lambda facts: [])
 
 
-def _probe_states(snapshot: dict[str, Any], names: tuple[str, ...]) -> list[str]:
-    probes = snapshot.get("probes")
-    if not isinstance(probes, dict):
-        return []
+def _probe_states(facts: Facts, names: tuple[str, ...]) -> list[str]:
     return [
-        str(rec.get("status"))
-        for name, rec in probes.items()
-        if isinstance(rec, dict) and any(name == n or name.startswith(n + ".") for n in names)
+        shown(rec.status, "None")
+        for name, rec in facts.probes.items()
+        if any(name == n or name.startswith(n + ".") for n in names)
     ]
 
 
@@ -122,7 +119,7 @@ def render_terminal(
     color: bool = False,
 ) -> str:
     sym = symbols_for(encoding)
-    snap = diagnosis.snapshot
+    facts = Facts(diagnosis.snapshot)
     by_group: dict[str, list[Finding]] = {}
     known = {s: g.key for g in GROUPS for s in g.subjects}
     extra: list[str] = []
@@ -136,17 +133,17 @@ def render_terminal(
     groups = list(GROUPS) + [_extra_group(k) for k in extra]
     for group in groups:
         findings = by_group.get(group.key, [])
-        states = _probe_states(snap, group.probes)
-        if group.key == "plan" and not findings and not isinstance(snap.get("plan"), dict):
+        states = _probe_states(facts, group.probes)
+        if group.key == "plan" and not findings and not facts.known_as_object("plan"):
             continue
         if group.key == "doctor" and not findings and not verbose:
             continue
         if group.key == "profile" and not findings and not diagnosis.profile:
             continue
         # No engine here (or a snapshot from before the docker probe): nothing to say.
-        if group.key == "docker" and not findings and not isinstance(snap.get("docker"), dict):
+        if group.key == "docker" and not findings and not facts.docker:
             continue
-        headline = _profile_headline(diagnosis) if group.key == "profile" else group.headline(snap)
+        headline = _profile_headline(diagnosis) if group.key == "profile" else group.headline(facts)
         state = _state(findings, states)
         if state == "ok" and ": unknown" in headline:
             state = "skipped"  # a dump that does not say: nothing was checked here
@@ -155,8 +152,8 @@ def render_terminal(
             mark = colored(mark, state)
         out.append(f"{mark} {headline}")
         if verbose:
-            out += [f"    {sym.bullet} {line}" for line in group.facts(snap)]
-            out += [f"    {sym.bullet} {line}" for line in ft.probe_lines(snap, group.probes)]
+            out += [f"    {sym.bullet} {line}" for line in group.facts(facts)]
+            out += [f"    {sym.bullet} {line}" for line in ft.probe_lines(facts, group.probes)]
         for f in findings:
             # the one finding block every command prints (render/findings.py)
             out += [
@@ -185,12 +182,10 @@ def _profile_headline(diagnosis: Diagnosis) -> str:
 def summary_line(diagnosis: Diagnosis) -> str:
     s = diagnosis.summary
     profile = f" (profile: {diagnosis.profile})" if diagnosis.profile else ""
-    source = diagnosis.snapshot.get("source")
+    source = Facts(diagnosis.snapshot).source
     # A pasted dump says only part of the story: say so next to the verdict.
     partial = (
-        f" Checked only what {source.get('file')} says."
-        if isinstance(source, dict) and source.get("kind") == "dump"
-        else ""
+        f" Checked only what {shown(source.file, 'None')} says." if source.kind == "dump" else ""
     )
     if not s.errors and not s.warnings:
         return f"Doctor summary{profile}: no issues found.{partial}"

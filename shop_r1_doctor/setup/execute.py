@@ -19,6 +19,7 @@ from pathlib import Path
 from typing import Any
 
 from shop_r1_doctor.errors import ToolError
+from shop_r1_doctor.facts import Facts
 from shop_r1_doctor.setup.activate import write_activation
 from shop_r1_doctor.setup.install import InstallPlan, Step
 
@@ -183,8 +184,8 @@ def _read_doctor(result: SetupResult, stdout: str, step: Step, log_path: Path) -
     result.doctor_summary = report.get("summary")
     result.doctor_profile = report.get("profile")
     result.doctor_findings = [f for f in report.get("findings", []) if isinstance(f, dict)]
-    snap = report.get("snapshot") if isinstance(report.get("snapshot"), dict) else {}
-    python = (snap.get("host") or {}).get("python") or {}
-    result.doctor_python = python.get("executable") if isinstance(python, dict) else None
-    torch = (snap.get("packages") or {}).get("torch")
-    result.doctor_torch = torch.get("version") if isinstance(torch, dict) else None
+    facts = Facts(report.get("snapshot") if isinstance(report.get("snapshot"), dict) else {})
+    python = facts.host.python
+    result.doctor_python = python.executable or None if python else None
+    torch = facts.package("torch")
+    result.doctor_torch = torch.version or None if torch else None

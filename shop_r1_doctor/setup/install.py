@@ -55,8 +55,8 @@ class Target:
 
     @classmethod
     def from_facts(cls, facts: Facts, source: str) -> Target:
-        ram, cpus = facts.host.get("ram_bytes"), facts.host.get("cpu_count")
-        driver = facts.driver.get("version")
+        ram, cpus = facts.host.ram_bytes, facts.host.cpu_count
+        driver = facts.driver.version
         return cls(
             ccs=tuple(sorted(set(facts.ccs()))),
             driver=parse_version(driver),

@@ -185,12 +185,13 @@ def test_vllm_import_is_on_demand_and_cached(tmp_path):
     plain = collect_snapshot(deps=deps, timeout=20)
     assert plain["imports"]["vllm"]["ok"] is None
     assert plain["probes"]["imports.vllm"]["status"] == "skipped"
+    from shop_r1_doctor.facts import Facts
     from shop_r1_doctor.render.facts_text import vllm_headline
 
-    assert "not checked" in vllm_headline(plain)
+    assert "not checked" in vllm_headline(Facts(plain))
     wanted = collect_snapshot(deps=deps, timeout=20, want_imports=("vllm",))
     assert wanted["imports"]["vllm._custom_ops"]["ok"] is True
-    assert "imports fine" in vllm_headline(wanted)
+    assert "imports fine" in vllm_headline(Facts(wanted))
     again = collect_snapshot(deps=deps, timeout=20)
     assert again["imports"]["vllm._custom_ops"]["ok"] is True
     assert again["probes"]["imports.vllm"]["detail"] == "cached"

@@ -11,6 +11,7 @@ import pytest
 from golden import GOLDEN
 
 from shop_r1_doctor.diagnose import Diagnosis, diagnose
+from shop_r1_doctor.facts import Facts
 from shop_r1_doctor.render.terminal import ASCII, UNICODE, render_terminal, symbols_for
 
 
@@ -120,4 +121,4 @@ def test_fast_mode_marks_unprobed_subjects():
 def test_gpu_headline_names_the_gpus_the_checks_judge(snap, headline):
     from shop_r1_doctor.render.facts_text import gpu_headline
 
-    assert gpu_headline(snap) == headline
+    assert gpu_headline(Facts(snap)) == headline
