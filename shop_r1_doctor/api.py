@@ -27,7 +27,7 @@ from shop_r1_doctor.memory import (
     flops_per_token,
     vllm_memory_fraction,
 )
-from shop_r1_doctor.runplan import RUNPLAN_SCHEMA, PlanShape, RunPlan
+from shop_r1_doctor.runplan import RUNPLAN_SCHEMA, PlanShape, RunPlan, trl_plan_fields
 from shop_r1_doctor.schema import Reader
 from shop_r1_doctor.trl_rules import (
     TRL_DEFAULTS,
@@ -64,6 +64,7 @@ __all__ = [
     "finding_json",
     "flops_per_token",
     "grpo_batch",
+    "trl_plan_fields",
     "grpo_generation_unit",
     "grpo_vllm_speedup",
     "load_snapshot",

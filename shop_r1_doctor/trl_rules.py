@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
+from typing import Any
 
 # TRL / transformers defaults the rules fall back to when a plan leaves them out
 TRL_DEFAULTS = {
@@ -73,6 +74,36 @@ def grpo_batch(
     )
     how = f"{procs} process(es) x per_device_train_batch_size {per} x steps_per_generation {steps}"
     return GrpoBatch(procs * per * steps, gens, how, False)
+
+
+# GRPOConfig's vLLM fields by the mode they apply in (trl/generation/vllm_generation.py,
+# TRL 1.16: the colocated engine reads the first set, only the main process's server client
+# the second); a field of the other mode is ignored by TRL, so no check should judge it.
+VLLM_COLOCATE_FIELDS = (
+    "vllm_gpu_memory_utilization",
+    "vllm_tensor_parallel_size",
+    "vllm_enable_sleep_mode",
+)
+VLLM_SERVER_FIELDS = (
+    "vllm_server_host",
+    "vllm_server_base_url",
+    "vllm_server_port",
+    "vllm_group_port",
+    "vllm_server_timeout",
+)
+TRL_VLLM_MODE_DEFAULT = "colocate"  # GRPOConfig.vllm_mode
+
+
+def vllm_fields_in_effect(trl_kwargs: dict[str, Any]) -> dict[str, Any]:
+    """The TRL keywords that take effect: vLLM fields only with use_vllm, and only those
+    of the vLLM mode that runs."""
+    if not trl_kwargs.get("use_vllm"):
+        drop = {*VLLM_COLOCATE_FIELDS, *VLLM_SERVER_FIELDS, "vllm_mode"}
+    elif trl_kwargs.get("vllm_mode", TRL_VLLM_MODE_DEFAULT) == "server":
+        drop = set(VLLM_COLOCATE_FIELDS)
+    else:
+        drop = set(VLLM_SERVER_FIELDS)
+    return {k: v for k, v in trl_kwargs.items() if k not in drop}
 
 
 def valid_num_generations(size: int) -> list[int]:
