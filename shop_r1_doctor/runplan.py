@@ -5,7 +5,8 @@ the checks as attributes (`facts.plan.num_processes`):
 
 - `shop-r1 doctor --plan FILE` (a user's YAML/JSON file, `plan.load_plan`),
 - `shop-r1 train`'s preflight (`shop_r1.preflight.plan_section`, from the trainer's
-  auto-configuration on this machine's facts: what will actually run),
+  auto-configuration on this machine's facts and the keywords TRL's config is built with,
+  `trl_plan_fields`: what will actually run, TRL fields set in YAML or --set included),
 - `shop-r1 launch` (`launch/plan.py`: the GPU split, processes and vLLM layout it
   decides; settings the trainer auto-configures on the target are left out, and the
   script's preflight for sft/grpo is `train --dry-run` on the target),
