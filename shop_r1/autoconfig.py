@@ -19,12 +19,14 @@ from shop_r1_doctor.api import (
     Facts,
     GpuFacts,
     ModelShape,
+    accumulation_steps,
     estimate_training_memory,
     grpo_generation_unit,
     grpo_vllm_speedup,
     parse_version,
     round_up_to,
     shown,
+    vllm_layout,
     vllm_memory_fraction,
 )
 
@@ -289,7 +291,9 @@ def _choose_batch(
     if cfg.gradient_accumulation_steps != "auto":
         plan.gradient_accumulation_steps = cfg.gradient_accumulation_steps
     else:
-        plan.gradient_accumulation_steps = max(per_gpu // mb, 1)
+        plan.gradient_accumulation_steps = accumulation_steps(
+            cfg.global_batch_size, mb, cfg.num_processes
+        )
     gib = lambda b: f"{b / GIB:.1f} GiB"  # noqa: E731
     fit_text = (
         f"predicted peak {gib(plan.predicted_peak_bytes)} of {gib(plan.memory_budget_bytes)} budget"
@@ -573,15 +577,22 @@ def _decide_grpo(
     seq = prompt_len + cfg.max_completion_length
     plan.seq_len = seq
     if plan.use_vllm:
-        spare = n_gpus - cfg.num_processes if cuda else 0  # GPUs torch cannot use are not spare
+        # the doctor's rule (trl_rules.vllm_layout), as `launch` applies it; GPUs torch
+        # cannot use are not spare
+        layout = vllm_layout(gpus=n_gpus if cuda else 0, processes=cfg.num_processes)
         if cfg.vllm_mode != "auto":
             plan.vllm_mode, why = cfg.vllm_mode, "set in the config"
-        elif spare >= 1:
-            plan.vllm_mode = "server"
-            why = f"{spare} GPU(s) beyond the {cfg.num_processes} training one(s): `trl vllm-serve` there"
         else:
-            plan.vllm_mode = "colocate"
-            why = "one GPU per trainer: a server on the same GPU fails (NCCL 'Duplicate GPU')"
+            plan.vllm_mode = layout.mode
+            why = {
+                "spare_gpu": f"{layout.spare} GPU(s) beyond the {cfg.num_processes} training "
+                "one(s): `trl vllm-serve` there",
+                "nodes": f"{cfg.num_processes} processes > {n_gpus} GPU(s) here: the run spans "
+                "machines, each process colocates (a loopback server serves one machine)",
+            }.get(
+                layout.cause,
+                "one GPU per trainer: a server on the same GPU fails (NCCL 'Duplicate GPU')",
+            )
         plan.note("vllm_mode", plan.vllm_mode, why)
     # The rollout batch: one optimizer step's worth, full groups of num_generations
     if cfg.generation_batch_size == "auto":

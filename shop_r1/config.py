@@ -158,7 +158,9 @@ class _RunConfig:
         mb, ga = self.micro_batch_size, self.gradient_accumulation_steps
         gbs, procs = self.global_batch_size, self.num_processes
         if mb != "auto" and ga != "auto":
-            if mb * ga * procs != gbs:
+            from shop_r1_doctor.api import effective_batch  # TRL's arithmetic, one owner
+
+            if effective_batch(mb, ga, procs) != gbs:
                 errors.append(
                     f"global_batch_size: {gbs} != micro_batch_size {mb} x "
                     f"gradient_accumulation_steps {ga} x num_processes {procs}; "

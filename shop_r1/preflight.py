@@ -17,7 +17,7 @@ from typing import Any
 
 from shop_r1.autoconfig import AutoPlan, decide
 from shop_r1.config import GRPORunConfig, SFTRunConfig, _RunConfig
-from shop_r1_doctor.api import Finding, ModelShape, PlanShape, RunPlan
+from shop_r1_doctor.api import Finding, ModelShape, PlanShape, RunPlan, trl_plan_fields
 from shop_r1_doctor.errors import ToolError
 
 
@@ -30,6 +30,9 @@ class Prepared:
     test_rows: list[dict[str, Any]]
     snapshot: dict[str, Any]
     findings: list[Finding] = field(default_factory=list)
+    # the keywords TRL's config is built with (`train_sft/train_grpo.trl_kwargs`): the
+    # RunPlan the checks judged was read from them
+    trl_kwargs: dict[str, Any] = field(default_factory=dict)
 
     def errors(self, ignore: Iterable[str] = ()) -> list[Finding]:
         skip = set(ignore)
@@ -103,12 +106,16 @@ def plan_section(
     shape: ModelShape,
     n_rows: int,
     longest_sample_tokens: int | None = None,
+    trl_kwargs: dict[str, Any] | None = None,
 ) -> dict[str, Any]:
-    """The RunPlan of this run after auto-configuration: what will actually run."""
+    """The RunPlan of this run after auto-configuration: what will actually run. The
+    fields TRL's config holds come from `trl_kwargs`, the keywords that config is built
+    with, so a TRL field set in YAML or with --set (fsdp, torch_compile, save_only_model,
+    vllm_tensor_parallel_size, ...) reaches the checks that read it."""
     g = cfg if isinstance(cfg, GRPORunConfig) else None
     vllm = g is not None and plan.use_vllm
     server = vllm and plan.vllm_mode == "server"
-    return RunPlan(
+    ours: dict[str, Any] = dict(
         task="grpo" if g else "sft",
         model=cfg.model,
         model_params=shape.params,
@@ -145,7 +152,8 @@ def plan_section(
         vllm_server_host=g.vllm_server_host if g and server else None,
         vllm_server_port=g.vllm_server_port if g and server else None,
         vllm_group_port=g.vllm_group_port if g and server else None,
-    ).to_dict()
+    )
+    return RunPlan(**{**ours, **trl_plan_fields(trl_kwargs or {})}).to_dict()
 
 
 def prepare(
@@ -183,10 +191,21 @@ def prepare(
         trl_fused_lm_head=trl_has_fused_lm_head(),
         mean_tokens=mean_tokens,
     )
-    snapshot["plan"] = plan_section(cfg, plan, shape, len(train_rows), seq_len)
+    kwargs = trl_kwargs(cfg, plan)
+    snapshot["plan"] = plan_section(cfg, plan, shape, len(train_rows), seq_len, kwargs)
     from shop_r1_doctor.api import run_checks
 
     # The doctor's checks are the trainer's preflight: one disk check, one model-fit
     # check and one truncation check, fed by the plan above and one memory model.
     findings = run_checks(snapshot)
-    return Prepared(cfg, plan, shape, train_rows, test_rows, snapshot, findings)
+    return Prepared(cfg, plan, shape, train_rows, test_rows, snapshot, findings, kwargs)
+
+
+def trl_kwargs(cfg: _RunConfig, plan: AutoPlan) -> dict[str, Any]:
+    """The keywords TRL's config for this task is built with (no TRL import)."""
+    from shop_r1 import train_grpo, train_sft
+
+    if isinstance(cfg, GRPORunConfig):
+        return train_grpo.trl_kwargs(cfg, plan)
+    assert isinstance(cfg, SFTRunConfig)
+    return train_sft.trl_kwargs(cfg, plan)

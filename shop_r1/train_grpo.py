@@ -42,9 +42,10 @@ def build_rewards(cfg: GRPORunConfig) -> list[Any]:
     return funcs
 
 
-def trl_config(cfg: GRPORunConfig, plan: AutoPlan) -> Any:
-    from trl import GRPOConfig
-
+def trl_kwargs(cfg: GRPORunConfig, plan: AutoPlan) -> dict[str, Any]:
+    """Every keyword TRL's GRPOConfig gets: ours from the config and the plan, then the
+    user's TRL fields (`trl_args`), which win. The preflight's RunPlan is read from this
+    same dict (see `shop_r1.train_sft.trl_kwargs`)."""
     vllm: dict[str, Any] = {"use_vllm": plan.use_vllm}
     if plan.use_vllm:
         vllm["vllm_mode"] = plan.vllm_mode
@@ -67,7 +68,15 @@ def trl_config(cfg: GRPORunConfig, plan: AutoPlan) -> Any:
         "scale_rewards": cfg.scale_rewards,
         **vllm,
     }
-    return GRPOConfig(**{**ours, **cfg.trl_args})  # the user's TRL fields win
+    return {**ours, **cfg.trl_args}
+
+
+def trl_config(cfg: GRPORunConfig, plan: AutoPlan) -> Any:
+    """TRL's GRPOConfig for this run: the one place it is built (its `__post_init__`
+    checks TRL's batch rules, so `train` calls this before any model loads)."""
+    from trl import GRPOConfig
+
+    return GRPOConfig(**trl_kwargs(cfg, plan))
 
 
 def train(
@@ -81,8 +90,10 @@ def train(
     resume: bool = False,
     gpu_name: str | None = None,
     extra_rewards: list[Callable[..., list[float]]] = (),  # type: ignore[assignment]
+    args: Any = None,
 ) -> dict[str, Any]:
-    """Run GRPO; save the final model; return the run summary (incl. first/last reward)."""
+    """Run GRPO; save the final model; return the run summary (incl. first/last reward).
+    `args`: the GRPOConfig `train` already built and validated (None: built here)."""
     from datasets import Dataset
     from trl import GRPOTrainer
 
@@ -108,7 +119,7 @@ def train(
     )
     trainer = GRPOTrainer(
         model=model,
-        args=trl_config(cfg, plan),
+        args=args if args is not None else trl_config(cfg, plan),
         reward_funcs=rewards,
         train_dataset=dataset,
         processing_class=tokenizer,

@@ -48,9 +48,11 @@ def common_training_kwargs(cfg: _RunConfig, plan: AutoPlan) -> dict[str, Any]:
     }
 
 
-def trl_config(cfg: SFTRunConfig, plan: AutoPlan) -> Any:
-    from trl import SFTConfig
-
+def trl_kwargs(cfg: SFTRunConfig, plan: AutoPlan) -> dict[str, Any]:
+    """Every keyword TRL's SFTConfig gets: ours from the config and the plan, then the
+    user's TRL fields (`trl_args`, from YAML or --set), which win. The preflight's RunPlan
+    is read from this same dict, so every TRL field the doctor's checks read reaches them
+    whichever way it was set."""
     ours = {
         **common_training_kwargs(cfg, plan),
         # TRL 1.16 refuses padding_free with a max_length unless it packs (it cannot
@@ -59,7 +61,15 @@ def trl_config(cfg: SFTRunConfig, plan: AutoPlan) -> Any:
         "padding_free": plan.padding_free,
         "completion_only_loss": True,
     }
-    return SFTConfig(**{**ours, **cfg.trl_args})  # the user's TRL fields win
+    return {**ours, **cfg.trl_args}
+
+
+def trl_config(cfg: SFTRunConfig, plan: AutoPlan) -> Any:
+    """TRL's SFTConfig for this run: the one place it is built (its `__post_init__`
+    validates it, so `train` calls this before any model loads)."""
+    from trl import SFTConfig
+
+    return SFTConfig(**trl_kwargs(cfg, plan))
 
 
 def truncate_rows(dataset: Any, max_length: int) -> Any:
@@ -77,16 +87,24 @@ def truncate_rows(dataset: Any, max_length: int) -> Any:
 
 
 def make_trainer(
-    cfg: SFTRunConfig, plan: AutoPlan, dataset: Any, *, model: Any, tokenizer: Any, **kw: Any
+    cfg: SFTRunConfig,
+    plan: AutoPlan,
+    dataset: Any,
+    *,
+    model: Any,
+    tokenizer: Any,
+    args: Any = None,
+    **kw: Any,
 ) -> Any:
-    """TRL's SFTTrainer for the plan (the benchmark builds its trainers here too)."""
+    """TRL's SFTTrainer for the plan (the benchmark builds its trainers here too); `args`:
+    the SFTConfig `train` already built and validated (None: built here)."""
     from trl import SFTTrainer
 
     if plan.token_budget:
         _compat.quiet_single_bin_warning()
     trainer = SFTTrainer(
         model=model,
-        args=trl_config(cfg, plan),
+        args=args if args is not None else trl_config(cfg, plan),
         train_dataset=dataset,
         processing_class=tokenizer,
         **kw,
@@ -152,6 +170,7 @@ def train(
     shape: ModelShape,
     resume: bool = False,
     gpu_name: str | None = None,
+    args: Any = None,
 ) -> dict[str, Any]:
     """Run SFT on conversational prompt/completion rows; save the final model; return
     the run summary (tokens/s, MFU, peak memory, first/last loss)."""
@@ -162,7 +181,13 @@ def train(
         [{"prompt": r["prompt"], "completion": r["completion"]} for r in rows]
     )
     trainer = make_trainer(
-        cfg, plan, dataset, model=model, tokenizer=tokenizer, callbacks=[summary, guard]
+        cfg,
+        plan,
+        dataset,
+        model=model,
+        tokenizer=tokenizer,
+        args=args,
+        callbacks=[summary, guard],
     )
     trainer.train(resume_from_checkpoint=last_checkpoint(cfg.output_dir) if resume else None)
     trainer.save_model(cfg.output_dir)

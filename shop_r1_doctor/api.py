@@ -27,14 +27,17 @@ from shop_r1_doctor.memory import (
     flops_per_token,
     vllm_memory_fraction,
 )
-from shop_r1_doctor.runplan import RUNPLAN_SCHEMA, PlanShape, RunPlan
+from shop_r1_doctor.runplan import RUNPLAN_SCHEMA, PlanShape, RunPlan, trl_plan_fields
 from shop_r1_doctor.schema import Reader
 from shop_r1_doctor.trl_rules import (
     TRL_DEFAULTS,
+    accumulation_steps,
+    effective_batch,
     grpo_batch,
     grpo_generation_unit,
     round_up_to,
     sft_effective_batch,
+    vllm_layout,
 )
 from shop_r1_doctor.yamlio import SafeLoader, read_yaml
 
@@ -55,10 +58,12 @@ __all__ = [
     "SafeLoader",
     "Severity",
     "ToolError",
+    "accumulation_steps",
     "atomic_open",
     "atomic_path",
     "cache_dir",
     "collect_snapshot",
+    "effective_batch",
     "estimate_training_memory",
     "finding",
     "finding_json",
@@ -76,6 +81,8 @@ __all__ = [
     "run_checks",
     "sft_effective_batch",
     "shown",
+    "trl_plan_fields",
+    "vllm_layout",
     "vllm_memory_fraction",
     "write_text",
 ]

@@ -5,7 +5,8 @@ the checks as attributes (`facts.plan.num_processes`):
 
 - `shop-r1 doctor --plan FILE` (a user's YAML/JSON file, `plan.load_plan`),
 - `shop-r1 train`'s preflight (`shop_r1.preflight.plan_section`, from the trainer's
-  auto-configuration on this machine's facts: what will actually run),
+  auto-configuration on this machine's facts and the keywords TRL's config is built with,
+  `trl_plan_fields`: what will actually run, TRL fields set in YAML or --set included),
 - `shop-r1 launch` (`launch/plan.py`: the GPU split, processes and vLLM layout it
   decides; settings the trainer auto-configures on the target are left out, and the
   script's preflight for sft/grpo is `train --dry-run` on the target),
@@ -126,6 +127,26 @@ class RunPlan(
 
 
 FIELDS: tuple[str, ...] = RunPlan.__struct_fields__
+
+# RunPlan names for TRL keywords that TRL spells otherwise (transformers 5.2x renamed it)
+TRL_NAMES = {"activation_checkpointing": "gradient_checkpointing"}
+
+
+def trl_plan_fields(trl_kwargs: Mapping[str, Any]) -> dict[str, Any]:
+    """The RunPlan fields that TRL's config holds, as TRL gets them: the keywords its
+    SFTConfig/GRPOConfig is built with (ours and the user's), vLLM fields only where they
+    take effect (`trl_rules.vllm_fields_in_effect`). None is left out: TRL's default, or a
+    value the trainer applies itself. `fsdp` is TRL's option string or list; the plan
+    says whether it shards."""
+    from shop_r1_doctor.trl_rules import vllm_fields_in_effect
+
+    out: dict[str, Any] = {}
+    for key, value in vllm_fields_in_effect(dict(trl_kwargs)).items():
+        name = TRL_NAMES.get(key, key)
+        if name not in FIELDS or value is None:
+            continue
+        out[name] = bool(value) if name == "fsdp" else value
+    return out
 
 
 def decode_plan(

@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
+from typing import Any, Literal
 
 # TRL / transformers defaults the rules fall back to when a plan leaves them out
 TRL_DEFAULTS = {
@@ -75,6 +76,89 @@ def grpo_batch(
     return GrpoBatch(procs * per * steps, gens, how, False)
 
 
+# GRPOConfig's vLLM fields by the mode they apply in (trl/generation/vllm_generation.py,
+# TRL 1.16: the colocated engine reads the first set, only the main process's server client
+# the second); a field of the other mode is ignored by TRL, so no check should judge it.
+VLLM_COLOCATE_FIELDS = (
+    "vllm_gpu_memory_utilization",
+    "vllm_tensor_parallel_size",
+    "vllm_enable_sleep_mode",
+)
+VLLM_SERVER_FIELDS = (
+    "vllm_server_host",
+    "vllm_server_base_url",
+    "vllm_server_port",
+    "vllm_group_port",
+    "vllm_server_timeout",
+)
+TRL_VLLM_MODE_DEFAULT = "colocate"  # GRPOConfig.vllm_mode
+
+
+def vllm_fields_in_effect(trl_kwargs: dict[str, Any]) -> dict[str, Any]:
+    """The TRL keywords that take effect: vLLM fields only with use_vllm, and only those
+    of the vLLM mode that runs."""
+    if not trl_kwargs.get("use_vllm"):
+        drop = {*VLLM_COLOCATE_FIELDS, *VLLM_SERVER_FIELDS, "vllm_mode"}
+    elif trl_kwargs.get("vllm_mode", TRL_VLLM_MODE_DEFAULT) == "server":
+        drop = set(VLLM_COLOCATE_FIELDS)
+    else:
+        drop = set(VLLM_SERVER_FIELDS)
+    return {k: v for k, v in trl_kwargs.items() if k not in drop}
+
+
+LayoutCause = Literal[
+    "ray", "nodes", "count_unknown", "vllm_unknown", "spare_gpu", "one_gpu_per_trainer"
+]
+
+
+@dataclass(frozen=True)
+class VllmLayout:
+    """Where GRPO's vLLM runs: on the trainers' GPUs or as `trl vllm-serve` on its own."""
+
+    mode: Literal["colocate", "server"]
+    cause: LayoutCause  # the caller words it (decision table, launch script)
+    spare: int  # GPUs of this machine no trainer uses (the server's); 0 when colocated
+
+
+def vllm_layout(
+    *,
+    gpus: int | None,
+    processes: int | None,
+    nodes: int = 1,
+    ray: bool = False,
+    vllm_known: bool = True,
+) -> VllmLayout:
+    """The vLLM layout for `gpus` GPUs of one machine and `processes` training processes
+    (None: the launcher places them, all GPUs but the server's).
+
+    A server needs a GPU no trainer uses: TRL's weight sync builds an NCCL group of the
+    server and the main process, and one on the same GPU fails ('Duplicate GPU detected').
+    Only the main process talks to the server (trl/generation/vllm_generation.py), at a
+    loopback address on its own machine: a run over several machines, or one whose
+    processes Ray places, colocates (nothing starts a server there). More processes than
+    this machine's GPUs means the run spans machines."""
+
+    def colocate(cause: LayoutCause) -> VllmLayout:
+        return VllmLayout("colocate", cause, 0)
+
+    if ray:
+        return colocate("ray")
+    if gpus is not None and gpus <= 1 and nodes == 1:
+        return colocate("one_gpu_per_trainer")
+    if nodes > 1:
+        return colocate("nodes")
+    if gpus is None:
+        return colocate("count_unknown")
+    if processes is not None and processes > gpus:
+        return colocate("nodes")
+    if not vllm_known:
+        return colocate("vllm_unknown")
+    spare = gpus - processes if processes is not None else 1
+    if spare < 1:
+        return colocate("one_gpu_per_trainer")
+    return VllmLayout("server", "spare_gpu", spare)
+
+
 def valid_num_generations(size: int) -> list[int]:
     """The num_generations values that divide a generation batch of `size`."""
     return [g for g in range(2, size + 1) if size % g == 0]
@@ -96,12 +180,23 @@ def round_up_to(value: int, unit: int) -> int:
     return math.ceil(value / unit) * unit
 
 
+def accumulation_steps(global_batch: int, micro_batch: int, num_processes: int) -> int:
+    """Micro batches per optimizer step that make `global_batch` rows (completions for
+    GRPO) from `micro_batch` rows per process on `num_processes` processes."""
+    return max(global_batch // max(num_processes, 1) // max(micro_batch, 1), 1)
+
+
+def effective_batch(per_device: int, gradient_accumulation_steps: int, num_processes: int) -> int:
+    """Rows (GRPO: completions) per optimizer step: per-device x accumulation x processes."""
+    return per_device * gradient_accumulation_steps * num_processes
+
+
 def sft_effective_batch(
     num_processes: int | None, per_device: int | None, gradient_accumulation_steps: int | None
 ) -> int:
-    """Rows per optimizer step: per-device x processes x accumulation."""
-    return (
-        (num_processes or TRL_DEFAULTS["num_processes"])
-        * (per_device or TRL_DEFAULTS["per_device_train_batch_size"])
-        * (gradient_accumulation_steps or TRL_DEFAULTS["gradient_accumulation_steps"])
+    """`effective_batch` of a plan, TRL's defaults for what it leaves out."""
+    return effective_batch(
+        per_device or TRL_DEFAULTS["per_device_train_batch_size"],
+        gradient_accumulation_steps or TRL_DEFAULTS["gradient_accumulation_steps"],
+        num_processes or TRL_DEFAULTS["num_processes"],
     )

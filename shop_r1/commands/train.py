@@ -194,8 +194,8 @@ def run_here(
     checked, note = trl_check_plan(prepared.plan, snapshot is not None)
     if note:
         console.print(note)
-    try:  # TRL's own validation of its config, before any model is loaded
-        module.trl_config(cfg, checked)
+    try:  # built once, validated by TRL before any model is loaded; the trainer gets it
+        args = module.trl_config(cfg, checked)
     except (ValueError, TypeError) as exc:
         raise ToolError(
             f"TRL's {'SFTConfig' if command == 'sft' else 'GRPOConfig'} rejects this config: {exc}"
@@ -233,6 +233,9 @@ def run_here(
         shape=prepared.shape,
         resume=resume,
         gpu_name=gpu_name,
+        # checked without device and precision (planned elsewhere): TRL's config for this
+        # machine is built from the plan itself, and says what this machine cannot do
+        args=args if checked is prepared.plan else None,
     )
     _write_node_summary(summary)
     console.print(f"saved to {cfg.output_dir}\n" + render_summary(summary))

@@ -16,6 +16,7 @@ from shop_r1_doctor.hardware import gpu_info
 from shop_r1_doctor.knowledge import grpo_vllm_speedup
 from shop_r1_doctor.profiles.model import Profile
 from shop_r1_doctor.runplan import RunPlan
+from shop_r1_doctor.trl_rules import vllm_layout
 
 Task = Literal["sft", "grpo", "eval", "vllm-server"]
 TASKS: tuple[str, ...] = ("sft", "grpo", "eval", "vllm-server")
@@ -220,24 +221,26 @@ def plan_launch(req: LaunchRequest) -> LaunchPlan:
                 f"GRPO generation by transformers: {why} (vLLM: {grpo_vllm_speedup()}); "
                 "use_vllm: auto lets the target's preflight use vLLM if it has it by then"
             )
-        elif count is None or count <= 1 or req.nodes > 1 or req.vllm_available is None or req.ray:
+        elif (
+            layout := vllm_layout(
+                gpus=count,
+                processes=None,  # this plan places them: every GPU but the server's
+                nodes=req.nodes,
+                ray=req.ray,
+                vllm_known=req.vllm_available is not None,
+            )
+        ).mode == "colocate":
             generation = "vllm-colocate"
-            if req.ray:
-                why = "Ray Train places the workers: each one's vLLM shares its GPU"
-            elif count is not None and count <= 1 and req.nodes == 1:
-                why = (
-                    "one GPU: vLLM shares it with the trainer (a server on the same GPU fails "
-                    "NCCL with 'Duplicate GPU detected')"
-                )
-            elif req.nodes > 1:
-                why = (
-                    "several nodes: each process colocates vLLM (no cross-node weight sync "
-                    "through a loopback server)"
-                )
-            elif count is None:
-                why = "a dedicated server GPU needs a fixed count (--gpus N)"
-            else:
-                why = "vLLM on the target is not known (a server GPU needs --snapshot of it)"
+            why = {
+                "ray": "Ray Train places the workers: each one's vLLM shares its GPU",
+                "one_gpu_per_trainer": "one GPU: vLLM shares it with the trainer (a server on "
+                "the same GPU fails NCCL with 'Duplicate GPU detected')",
+                "nodes": "several nodes: each process colocates vLLM (no cross-node weight sync "
+                "through a loopback server)",
+                "count_unknown": "a dedicated server GPU needs a fixed count (--gpus N)",
+                "vllm_unknown": "vLLM on the target is not known (a server GPU needs --snapshot "
+                "of it)",
+            }[layout.cause]
             decisions.append(
                 f"GRPO generation by vLLM colocated, if the target has it ({why}); "
                 "use_vllm: auto, decided by the preflight on the target"

@@ -111,6 +111,17 @@ MODE_ROWS = [
     ("torch counts 1 of 2 listed", 2, 1, 1, "auto", "colocate", COLOCATE_WHY),
     ("2 GPUs, 2 processes", 2, None, 2, "auto", "colocate", COLOCATE_WHY),
     ("4 GPUs, 4 processes", 4, None, 4, "auto", "colocate", COLOCATE_WHY),
+    # 16 processes on an 8-GPU machine span two: each colocates, the launch plan's rule
+    (
+        "8 GPUs here, 16 processes",
+        8,
+        None,
+        16,
+        "auto",
+        "colocate",
+        "16 processes > 8 GPU(s) here: the run spans machines, each process colocates "
+        "(a loopback server serves one machine)",
+    ),
     ("server set on 1 GPU", 1, None, 1, "server", "server", "set in the config"),
     ("colocate set on 2 GPUs", 2, None, 1, "colocate", "colocate", "set in the config"),
 ]

@@ -8,10 +8,14 @@ from hypothesis import strategies as st
 
 from shop_r1_doctor.checks import run_checks
 from shop_r1_doctor.trl_rules import (
+    accumulation_steps,
+    effective_batch,
     grpo_batch,
     grpo_generation_unit,
     sft_effective_batch,
     steps_multiple_for,
+    vllm_fields_in_effect,
+    vllm_layout,
 )
 
 
@@ -75,3 +79,56 @@ def test_matches_trl_grpo_config(tmp_path, per_device, gas, steps, gen_batch):
         num_generations=2,
     )
     assert ours.size == cfg.generation_batch_size
+
+
+# (gpus, processes, nodes, ray, vllm known) -> (mode, cause, spare). One rule for the
+# trainer's auto-configuration (processes given) and `launch` (None: it places them).
+LAYOUT_ROWS = [
+    # a GPU no trainer uses takes the server (NCCL refuses two ranks on one GPU)
+    ((2, 1, 1, False, True), ("server", "spare_gpu", 1)),
+    ((8, 6, 1, False, True), ("server", "spare_gpu", 2)),
+    ((4, None, 1, False, True), ("server", "spare_gpu", 1)),
+    # every GPU trains: colocate
+    ((2, 2, 1, False, True), ("colocate", "one_gpu_per_trainer", 0)),
+    ((1, None, 1, False, True), ("colocate", "one_gpu_per_trainer", 0)),
+    ((0, 1, 1, False, True), ("colocate", "one_gpu_per_trainer", 0)),
+    # Ray places the workers and starts no server, whatever GPUs are spare
+    ((8, 2, 1, True, True), ("colocate", "ray", 0)),
+    # more processes than this machine's GPUs: the run spans machines
+    ((8, 16, 1, False, True), ("colocate", "nodes", 0)),
+    ((8, None, 2, False, True), ("colocate", "nodes", 0)),
+    ((None, None, 1, False, True), ("colocate", "count_unknown", 0)),
+    ((4, None, 1, False, False), ("colocate", "vllm_unknown", 0)),
+]
+
+
+@pytest.mark.parametrize(("given", "want"), LAYOUT_ROWS, ids=[str(r[0]) for r in LAYOUT_ROWS])
+def test_vllm_layout_edges(given, want):
+    gpus, processes, nodes, ray, known = given
+    got = vllm_layout(gpus=gpus, processes=processes, nodes=nodes, ray=ray, vllm_known=known)
+    assert (got.mode, got.cause, got.spare) == want
+
+
+def test_vllm_fields_apply_in_their_mode_only():
+    both = {
+        "use_vllm": True,
+        "vllm_tensor_parallel_size": 2,
+        "vllm_server_port": 8000,
+        "num_generations": 4,
+    }
+    colocated = vllm_fields_in_effect({**both, "vllm_mode": "colocate"})
+    assert "vllm_server_port" not in colocated and colocated["vllm_tensor_parallel_size"] == 2
+    served = vllm_fields_in_effect({**both, "vllm_mode": "server"})
+    assert "vllm_tensor_parallel_size" not in served and served["vllm_server_port"] == 8000
+    # TRL's default mode is colocate
+    assert "vllm_server_port" not in vllm_fields_in_effect(both)
+    off = vllm_fields_in_effect({**both, "use_vllm": False, "vllm_mode": "server"})
+    assert off == {"use_vllm": False, "num_generations": 4}
+
+
+def test_batch_arithmetic_counts_every_process():
+    assert effective_batch(4, 2, 8) == 64
+    assert effective_batch(0, 4, 1) == 0  # a bad micro batch is not replaced by a default
+    assert accumulation_steps(64, 8, 1) == 8
+    assert accumulation_steps(64, 8, 4) == 2  # 16 rows per process
+    assert accumulation_steps(64, 32, 4) == 1  # never below one
