@@ -102,3 +102,16 @@ def wording(all_cases: list[tuple[str, dict[str, Any] | Facts]]) -> dict[str, li
 
 def golden_text(findings: list[Finding]) -> str:
     return "\n".join(render(f) for f in findings)
+
+
+def assert_row(
+    check: Callable[[Facts], Iterable[Finding]], snap: dict | Facts, expected: list[tuple]
+) -> None:
+    """A decision row: the check's findings are `expected`, each `(code, severity, *facts)`,
+    in order, and each finding names its facts (the wording is the golden's)."""
+    got = found(check, snap)
+    assert [(f.code, f.severity) for f in got] == [tuple(w[:2]) for w in expected], [
+        render(f) for f in got
+    ]
+    unnamed = [(render(f), facts_in(f, *w[2:])) for f, w in zip(got, expected, strict=True)]
+    assert [(r, miss) for r, miss in unnamed if miss] == []
