@@ -29,6 +29,7 @@ __all__ = [
     "facts",
     "gpu",
     "pkg",
+    "plain",
     "plan",
     "proc",
     "recorded",
@@ -75,14 +76,14 @@ def plan(**fields: Any) -> RunPlan:
     return RunPlan(**fields)
 
 
-def _plain(value: Any) -> Any:
+def plain(value: Any) -> Any:
     # msgspec drops NOT_PROBED fields and RunPlan's unset ones: the JSON a probe writes
     if isinstance(value, msgspec.Struct):
-        return msgspec.to_builtins(value)
+        return msgspec.json.decode(msgspec.json.encode(value))  # tuples become lists
     if isinstance(value, dict):
-        return {k: _plain(v) for k, v in value.items()}
+        return {k: plain(v) for k, v in value.items()}
     if isinstance(value, list | tuple):
-        return [_plain(v) for v in value]
+        return [plain(v) for v in value]
     return value
 
 
@@ -97,7 +98,7 @@ def snapshot(base: dict[str, Any] | None = None, *, validate: bool = True, **sec
     for name, value in sections.items():
         if name == "plan" and isinstance(value, dict) and validate:
             value = RunPlan(**value)  # an unknown plan field fails here, by name
-        snap[name] = _plain(value)
+        snap[name] = plain(value)
     return validate_snapshot(snap, "<test snapshot>") if validate else snap
 
 
