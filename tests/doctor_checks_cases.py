@@ -6,14 +6,13 @@ Each case must make its code fire; the healthy snapshot must fire none of them.
 
 from __future__ import annotations
 
-import copy
 import json
 from typing import Any
 
 from machines import snapshot_path
+from snapshots import GIB, gpu, pkg, plain, proc
 
 DELETE = object()
-GIB = 1024**3
 
 
 def healthy() -> dict[str, Any]:
@@ -24,38 +23,23 @@ def healthy() -> dict[str, Any]:
 
 
 def merge(base: dict[str, Any], patch: dict[str, Any]) -> dict[str, Any]:
-    out = copy.deepcopy(base)
+    out = plain(base)  # typed records (tests/snapshots.py) become the snapshot's JSON
     for key, value in patch.items():
         if value is DELETE:
             out.pop(key, None)
         elif isinstance(value, dict) and isinstance(out.get(key), dict):
             out[key] = merge(out[key], value)
         else:
-            out[key] = copy.deepcopy(value)
+            out[key] = plain(value)
     return out
 
 
-def pkg(version: str, *requires: str) -> dict[str, Any]:
-    return {"version": version, "requires": list(requires)}
-
-
-def gpu(name: str, cc: str, index: int = 0, mem: int = 24 * GIB, procs: list | None = None) -> dict:
-    return {
-        "index": index,
-        "name": name,
-        "compute_capability": cc,
-        "memory_total_bytes": mem,
-        "memory_used_bytes": 0,
-        "processes": procs or [],
-    }
-
-
-T4 = [gpu("Tesla T4", "7.5", mem=16 * GIB)]
-V100 = [gpu("Tesla V100-SXM2-16GB", "7.0", mem=16 * GIB)]
-P100 = [gpu("Tesla P100-PCIE-16GB", "6.0", mem=16 * GIB)]
-RTX5090 = [gpu("NVIDIA GeForce RTX 5090", "12.0", mem=32 * GIB)]
-RTX4090x2 = [gpu("NVIDIA GeForce RTX 4090", "8.9", i) for i in (0, 1)]
-H100x2 = [gpu("NVIDIA H100 80GB HBM3", "9.0", i, 80 * GIB) for i in (0, 1)]
+T4 = [gpu("Tesla T4", "7.5", total=16 * GIB, procs=[])]
+V100 = [gpu("Tesla V100-SXM2-16GB", "7.0", total=16 * GIB, procs=[])]
+P100 = [gpu("Tesla P100-PCIE-16GB", "6.0", total=16 * GIB, procs=[])]
+RTX5090 = [gpu("NVIDIA GeForce RTX 5090", "12.0", total=32 * GIB, procs=[])]
+RTX4090x2 = [gpu("NVIDIA GeForce RTX 4090", "8.9", i, 24 * GIB, procs=[]) for i in (0, 1)]
+H100x2 = [gpu("NVIDIA H100 80GB HBM3", "9.0", i, 80 * GIB, procs=[]) for i in (0, 1)]
 TORCH_26 = {
     "version": "2.6.0+cu124",
     "cuda": "12.4",
@@ -118,8 +102,8 @@ CASES: list[tuple[str, dict[str, Any]]] = [
                 gpu(
                     "NVIDIA H100 80GB HBM3",
                     "9.0",
-                    mem=80 * GIB,
-                    procs=[{"pid": 7, "name": "python", "used_bytes": 40 * GIB}],
+                    total=80 * GIB,
+                    procs=[proc(7, "python", 40 * GIB)],
                 )
             ]
         },
@@ -131,8 +115,8 @@ CASES: list[tuple[str, dict[str, Any]]] = [
                 gpu(
                     "NVIDIA H100 80GB HBM3",
                     "9.0",
-                    mem=80 * GIB,
-                    procs=[{"pid": 4242, "name": "VLLM::EngineCore", "used_bytes": 2 * GIB}],
+                    total=80 * GIB,
+                    procs=[proc(4242, "VLLM::EngineCore", 2 * GIB)],
                 )
             ]
         },

@@ -5,10 +5,11 @@ from __future__ import annotations
 
 import dataclasses
 
-from shop_r1_doctor.facts import Facts
+from snapshots import GIB, NOT_PROBED, gpu, plain
+
+from shop_r1_doctor.facts import Facts, GpuFacts, GpuProcess
 from shop_r1_doctor.memory import KNOWN_SHAPES, estimate_training_memory
 
-GIB = 1024**3
 H100 = "NVIDIA H100 80GB HBM3"
 A100 = "NVIDIA A100-SXM4-40GB"
 PARAMS = 500_000_000  # nearest known shape: Qwen2.5-0.5B, with this parameter count
@@ -21,16 +22,21 @@ def gib(n: float) -> str:
     return f"{n / GIB:.1f} GiB"
 
 
-def _gpu(free: int | None = None, total: int | None = 80 * GIB, **kw) -> dict:
-    gpu = {"index": 0, "name": H100, "memory_total_bytes": total, **kw}
-    if free is not None and total is not None:
-        gpu["memory_used_bytes"] = total - free
-    return gpu
+def _gpu(
+    free: int | None = None,
+    total: int | None = 80 * GIB,
+    index: int = 0,
+    name: str = H100,
+    processes: list[GpuProcess] | None = None,
+) -> GpuFacts:
+    """A GPU of `total` bytes with `free` of them free (used memory unprobed without it)."""
+    used = total - free if free is not None and total is not None else NOT_PROBED
+    return gpu(name, NOT_PROBED, index, total, used, procs=processes)  # type: ignore[arg-type]
 
 
-def _snap(plan: dict, gpus: list[dict] | None = None, env: dict | None = None) -> dict:
+def _snap(plan: dict, gpus: list[GpuFacts] | None = None, env: dict | None = None) -> dict:
     snap: dict = {
-        "gpus": [_gpu()] if gpus is None else gpus,
+        "gpus": plain([_gpu()] if gpus is None else gpus),
         "plan": {"model_params": PARAMS, **plan},
     }
     if env is not None:

@@ -16,23 +16,19 @@ from shop_r1_doctor.memory import GIB, KNOWN_SHAPES
 MACHINES = ["h100-fa-vllm", "h200x2-fa-vllm", "ada4090", "t4", "cpu"]
 
 
-def _snap(name):
-    return machine_snapshot(name)
-
-
 @pytest.mark.parametrize("machine", MACHINES)
 @pytest.mark.parametrize("command", ["sft", "grpo"])
 def test_decision_table_golden(machine, command, golden):
     shape = KNOWN_SHAPES["0.5b"] if machine in ("cpu", "t4") else KNOWN_SHAPES["1.5b"]
     cfg = SFTRunConfig() if command == "sft" else GRPORunConfig()
-    text = render_text(decide(_snap(machine), cfg, shape, seq_len=3072))
+    text = render_text(decide(machine_snapshot(machine), cfg, shape, seq_len=3072))
     golden(GOLDEN / "autoconfig" / f"autoconfig_{machine}_{command}.txt", text)
 
 
 def test_attention_choice_per_machine():
     shape = KNOWN_SHAPES["0.5b"]
     got = {
-        m: decide(_snap(m), SFTRunConfig(), shape, seq_len=1024).attn_implementation
+        m: decide(machine_snapshot(m), SFTRunConfig(), shape, seq_len=1024).attn_implementation
         for m in MACHINES
     }
     assert got == {
@@ -45,7 +41,7 @@ def test_attention_choice_per_machine():
 
 
 def test_broken_flash_attn_falls_back_to_sdpa_with_the_error():
-    snap = _snap("ada4090")
+    snap = machine_snapshot("ada4090")
     snap["imports"]["flash_attn"] = {"ok": False, "error": "ImportError: undefined symbol: _ZN3c10"}
     plan = decide(snap, SFTRunConfig(), KNOWN_SHAPES["0.5b"], seq_len=1024)
     assert plan.attn_implementation == "sdpa" and plan.padding_free is False
@@ -53,8 +49,10 @@ def test_broken_flash_attn_falls_back_to_sdpa_with_the_error():
 
 
 def test_checkpointing_only_when_memory_needs_it():
-    h100 = decide(_snap("h100-fa-vllm"), SFTRunConfig(), KNOWN_SHAPES["0.5b"], seq_len=2048)
-    ada = decide(_snap("ada4090"), SFTRunConfig(), KNOWN_SHAPES["1.5b"], seq_len=4096)
+    h100 = decide(
+        machine_snapshot("h100-fa-vllm"), SFTRunConfig(), KNOWN_SHAPES["0.5b"], seq_len=2048
+    )
+    ada = decide(machine_snapshot("ada4090"), SFTRunConfig(), KNOWN_SHAPES["1.5b"], seq_len=4096)
     assert h100.gradient_checkpointing is False and ada.gradient_checkpointing is True
     assert h100.predicted_peak_bytes <= 0.9 * 85520809984
     # padding-free on the H100: one bin of rows per forward holds the step's tokens
@@ -67,17 +65,21 @@ def test_grpo_generation_batch_fixed_to_a_valid_multiple():
     cfg = GRPORunConfig(
         generation_batch_size=20, num_generations=4, global_batch_size=16, micro_batch_size=8
     )
-    plan = decide(_snap("cpu"), cfg, KNOWN_SHAPES["0.5b"], seq_len=256)
+    plan = decide(machine_snapshot("cpu"), cfg, KNOWN_SHAPES["0.5b"], seq_len=256)
     assert plan.generation_batch_size == 24  # multiple of 4 and of micro batch 8
     row = next(d for d in plan.decisions if d.setting == "generation_batch_size")
     assert "using 24" in row.reason
 
 
 def test_grpo_colocated_vllm_budget_from_kv_cache():
-    plan = decide(_snap("h100-fa-vllm"), GRPORunConfig(), KNOWN_SHAPES["0.5b"], seq_len=2048)
+    plan = decide(
+        machine_snapshot("h100-fa-vllm"), GRPORunConfig(), KNOWN_SHAPES["0.5b"], seq_len=2048
+    )
     assert plan.use_vllm and plan.vllm_mode == "colocate"
     assert 0.1 <= plan.vllm_gpu_memory_utilization <= 0.9
-    two = decide(_snap("h200x2-fa-vllm"), GRPORunConfig(), KNOWN_SHAPES["0.5b"], seq_len=2048)
+    two = decide(
+        machine_snapshot("h200x2-fa-vllm"), GRPORunConfig(), KNOWN_SHAPES["0.5b"], seq_len=2048
+    )
     assert two.vllm_mode == "server" and two.vllm_gpu_memory_utilization is None
     assert plan.memory_budget_bytes / GIB > 60
 
@@ -92,8 +94,8 @@ def _with_liger(snap, ok=True, error=None):
 def test_liger_kernels_for_sft_when_they_import_and_they_shrink_the_plan():
     shape = KNOWN_SHAPES["1.5b"]
     cfg = SFTRunConfig(global_batch_size=8, learning_rate=2e-5)
-    without = decide(_snap("h200x2-fa-vllm"), cfg, shape, seq_len=2048)
-    with_liger = decide(_with_liger(_snap("h200x2-fa-vllm")), cfg, shape, seq_len=2048)
+    without = decide(machine_snapshot("h200x2-fa-vllm"), cfg, shape, seq_len=2048)
+    with_liger = decide(_with_liger(machine_snapshot("h200x2-fa-vllm")), cfg, shape, seq_len=2048)
     assert (without.liger_kernel, with_liger.liger_kernel) == (False, True)
     reason = {d.setting: d.reason for d in with_liger.decisions}["liger_kernel"]
     assert "liger-kernel 0.8.5 imports" in reason
@@ -104,22 +106,28 @@ def test_liger_kernels_for_sft_when_they_import_and_they_shrink_the_plan():
 
 def test_liger_off_for_grpo_cpu_broken_import_and_when_set():
     shape = KNOWN_SHAPES["0.5b"]
-    grpo = decide(_with_liger(_snap("h100-fa-vllm")), GRPORunConfig(), shape, seq_len=512)
+    grpo = decide(
+        _with_liger(machine_snapshot("h100-fa-vllm")), GRPORunConfig(), shape, seq_len=512
+    )
     assert grpo.liger_kernel is False
-    cpu = decide(_with_liger(_snap("cpu")), SFTRunConfig(), shape, seq_len=512)
+    cpu = decide(_with_liger(machine_snapshot("cpu")), SFTRunConfig(), shape, seq_len=512)
     assert cpu.liger_kernel is False
     broken = _with_liger(
-        _snap("h100-fa-vllm"), ok=False, error="ModuleNotFoundError: No module named 'triton'"
+        machine_snapshot("h100-fa-vllm"),
+        ok=False,
+        error="ModuleNotFoundError: No module named 'triton'",
     )
     plan = decide(broken, SFTRunConfig(), shape, seq_len=512)
     reason = {d.setting: d.reason for d in plan.decisions}["liger_kernel"]
     assert plan.liger_kernel is False and "No module named 'triton'" in reason
-    forced = decide(_snap("h100-fa-vllm"), SFTRunConfig(liger_kernel="on"), shape, seq_len=512)
+    forced = decide(
+        machine_snapshot("h100-fa-vllm"), SFTRunConfig(liger_kernel="on"), shape, seq_len=512
+    )
     assert forced.liger_kernel is True
 
 
 def test_reasons_with_brackets_are_printed_verbatim():
-    snap = _snap("ada4090")
+    snap = machine_snapshot("ada4090")
     snap["imports"]["flash_attn"] = {"ok": False, "error": "OSError: [Errno 2] libcudart.so.12"}
     text = render_text(decide(snap, SFTRunConfig(), KNOWN_SHAPES["0.5b"], seq_len=1024))
     assert "[Errno 2]" in text and "'shop-r1[liger]'" in text
@@ -128,7 +136,7 @@ def test_reasons_with_brackets_are_printed_verbatim():
 def test_packing_without_flash_attn_uses_torchs_varlen_kernel():
     """No flash-attn on a Hopper with torch 2.11: padding-free through `sdpa_varlen`, the
     reason printed; torch older than 2.9 or a pre-Ampere GPU: padded sdpa."""
-    snap = _snap("h100-fa-vllm")
+    snap = machine_snapshot("h100-fa-vllm")
     for name in ("flash_attn", "flash_attn_interface"):
         snap["imports"][name] = {"ok": False, "error": "ModuleNotFoundError: No module named x"}
     plan = decide(snap, SFTRunConfig(), KNOWN_SHAPES["0.5b"], seq_len=3072)
@@ -143,7 +151,7 @@ def test_packing_without_flash_attn_uses_torchs_varlen_kernel():
     plan = decide(old, SFTRunConfig(), KNOWN_SHAPES["0.5b"], seq_len=3072)
     assert plan.attn_implementation == "sdpa" and plan.padding_free is False
 
-    plan = decide(_snap("t4"), SFTRunConfig(), KNOWN_SHAPES["0.5b"], seq_len=3072)
+    plan = decide(machine_snapshot("t4"), SFTRunConfig(), KNOWN_SHAPES["0.5b"], seq_len=3072)
     assert plan.attn_implementation == "sdpa" and plan.padding_free is False
 
     # a snapshot that never probed torch (--fast): padded, and the reason says why (the

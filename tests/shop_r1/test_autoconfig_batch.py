@@ -22,10 +22,6 @@ from shop_r1_doctor.memory import KNOWN_SHAPES
 SHAPE = KNOWN_SHAPES["0.5b"]
 
 
-def _snap(name: str = "h200x2-fa-vllm") -> dict:
-    return machine_snapshot(name)
-
-
 # (processes, global batch, micro batch, accumulation) -> (micro batch, accumulation)
 SFT_ROWS = [
     (1, 64, 8, "auto", (8, 8)),
@@ -47,7 +43,7 @@ def test_sft_plan_for_1_to_4_processes(procs, gbs, mb, ga, want):
         micro_batch_size=mb,
         gradient_accumulation_steps=ga,
     )
-    plan = decide(_snap(), cfg, SHAPE, seq_len=512)
+    plan = decide(machine_snapshot("h200x2-fa-vllm"), cfg, SHAPE, seq_len=512)
     assert (plan.micro_batch_size, plan.gradient_accumulation_steps) == want
     assert plan.micro_batch_size * plan.gradient_accumulation_steps * procs == gbs
     row = next(d for d in plan.decisions if d.setting == "gradient_accumulation_steps")
@@ -64,7 +60,7 @@ def test_sft_auto_micro_batch_keeps_the_global_batch(procs, ga):
         gradient_accumulation_steps=ga,
         token_budget="off",  # whole-row micro batches (bins: test_autoconfig_token_budget.py)
     )
-    plan = decide(_snap(), cfg, SHAPE, seq_len=512)
+    plan = decide(machine_snapshot("h200x2-fa-vllm"), cfg, SHAPE, seq_len=512)
     assert plan.micro_batch_size * plan.gradient_accumulation_steps * procs == 64
     if ga != "auto":
         assert plan.gradient_accumulation_steps == ga
@@ -140,7 +136,7 @@ def test_grpo_plan_for_1_to_4_processes(procs, gbs, gens, mb, gen_batch, want):
         micro_batch_size=mb,
         generation_batch_size=gen_batch,
     )
-    plan = decide(_snap("cpu"), cfg, SHAPE, seq_len=256)
+    plan = decide(machine_snapshot("cpu"), cfg, SHAPE, seq_len=256)
     assert (plan.gradient_accumulation_steps, plan.generation_batch_size) == want
     assert plan.micro_batch_size * plan.gradient_accumulation_steps * procs == gbs
     # TRL's own rules: whole groups, and whole per-process forward batches
@@ -154,7 +150,7 @@ def test_world_size_from_the_launcher_sets_num_processes(monkeypatch):
     cfg, source = load_config("sft")
     assert cfg.num_processes == 2 and source["num_processes"] == "WORLD_SIZE"
     rows = dataclasses.replace(cfg, token_budget="off")
-    plan = decide(_snap(), rows, SHAPE, seq_len=512)
+    plan = decide(machine_snapshot("h200x2-fa-vllm"), rows, SHAPE, seq_len=512)
     assert plan.micro_batch_size * plan.gradient_accumulation_steps * 2 == cfg.global_batch_size
 
 

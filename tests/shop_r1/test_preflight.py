@@ -11,10 +11,6 @@ from shop_r1.preflight import prepare
 from shop_r1_doctor.memory import KNOWN_SHAPES
 
 
-def _snap(name):
-    return machine_snapshot(name)
-
-
 def _rows(n):
     return [
         {"prompt": [{"role": "user", "content": "p"}], "completion": [], "gold_action": "{}"}
@@ -28,7 +24,11 @@ def _codes(prepared, ignore=()):
 def test_dataset_smaller_than_one_step_stops_the_run(tmp_path):
     cfg = SFTRunConfig(model="m", data="d", output_dir=str(tmp_path), global_batch_size=64)
     p = prepare(
-        cfg, snapshot=_snap("cpu"), rows=(_rows(10), []), shape=KNOWN_SHAPES["0.5b"], seq_len=512
+        cfg,
+        snapshot=machine_snapshot("cpu"),
+        rows=(_rows(10), []),
+        shape=KNOWN_SHAPES["0.5b"],
+        seq_len=512,
     )
     assert "TRAINER_ZERO_STEPS_TINY_DATASET" in _codes(p)
     assert _codes(p, ignore=["TRAINER_ZERO_STEPS_TINY_DATASET"]) == []
@@ -39,10 +39,18 @@ def test_grpo_counts_prompts_per_step(tmp_path):
         model="m", data="d", output_dir=str(tmp_path), global_batch_size=64, num_generations=8
     )
     ok = prepare(
-        cfg, snapshot=_snap("cpu"), rows=(_rows(8), []), shape=KNOWN_SHAPES["0.5b"], seq_len=256
+        cfg,
+        snapshot=machine_snapshot("cpu"),
+        rows=(_rows(8), []),
+        shape=KNOWN_SHAPES["0.5b"],
+        seq_len=256,
     )
     short = prepare(
-        cfg, snapshot=_snap("cpu"), rows=(_rows(7), []), shape=KNOWN_SHAPES["0.5b"], seq_len=256
+        cfg,
+        snapshot=machine_snapshot("cpu"),
+        rows=(_rows(7), []),
+        shape=KNOWN_SHAPES["0.5b"],
+        seq_len=256,
     )
     assert "TRAINER_ZERO_STEPS_TINY_DATASET" not in _codes(ok)
     assert "TRAINER_ZERO_STEPS_TINY_DATASET" in _codes(short)
@@ -51,7 +59,11 @@ def test_grpo_counts_prompts_per_step(tmp_path):
 def test_model_too_large_for_the_gpu(tmp_path):
     cfg = SFTRunConfig(model="m", data="d", output_dir=str(tmp_path), master_weights="fp32")
     p = prepare(
-        cfg, snapshot=_snap("t4"), rows=(_rows(100), []), shape=KNOWN_SHAPES["7b"], seq_len=4096
+        cfg,
+        snapshot=machine_snapshot("t4"),
+        rows=(_rows(100), []),
+        shape=KNOWN_SHAPES["7b"],
+        seq_len=4096,
     )
     assert "MODEL_TOO_LARGE_FOR_GPU" in _codes(p)
     assert p.snapshot["plan"]["model_params"] == KNOWN_SHAPES["7b"].params
@@ -106,7 +118,7 @@ def test_self_certainty_under_group_scaling_is_flagged_only_when_set(tmp_path):
         cfg = GRPORunConfig(model="m", data="d", output_dir=str(tmp_path), **kw)
         p = prepare(
             cfg,
-            snapshot=_snap("cpu"),
+            snapshot=machine_snapshot("cpu"),
             rows=(_rows(64), []),
             shape=KNOWN_SHAPES["0.5b"],
             seq_len=256,
@@ -123,7 +135,7 @@ def test_self_certainty_under_group_scaling_is_flagged_only_when_set(tmp_path):
 def test_one_disk_check_from_the_plan_and_the_probed_free_disk(tmp_path):
     """The doctor's DISK_FULL_AT_CHECKPOINT is the trainer's disk check: 0.5B with fp32
     masters keeps 2 checkpoints of 12 B/param + a 4 B/param final model (~14 GiB)."""
-    snap = _snap("cpu")
+    snap = machine_snapshot("cpu")
     cfg = SFTRunConfig(model="m", data="d", output_dir=str(tmp_path / "out"))
     rows, shape = (_rows(100), []), KNOWN_SHAPES["0.5b"]
     snap["host"] = {**snap.get("host", {}), "disk_free_bytes": {str(tmp_path): 2 * 1024**3}}
@@ -137,7 +149,11 @@ def test_one_disk_check_from_the_plan_and_the_probed_free_disk(tmp_path):
 def test_rows_longer_than_max_length_warn_through_the_doctor(tmp_path):
     cfg = SFTRunConfig(model="m", data="d", output_dir=str(tmp_path), max_length=256)
     p = prepare(
-        cfg, snapshot=_snap("cpu"), rows=(_rows(100), []), shape=KNOWN_SHAPES["0.5b"], seq_len=900
+        cfg,
+        snapshot=machine_snapshot("cpu"),
+        rows=(_rows(100), []),
+        shape=KNOWN_SHAPES["0.5b"],
+        seq_len=900,
     )
     assert [f.code for f in p.findings if f.code == "TRAINER_ROWS_TRUNCATED"] == [
         "TRAINER_ROWS_TRUNCATED"

@@ -24,8 +24,10 @@ from plan_memory_facts import (
     _snap,
     gib,
 )
+from snapshots import proc
 
 from shop_r1_doctor.checks.plan_memory import colocate_budget, kv_cache, model_fits
+from shop_r1_doctor.facts import GpuProcess
 from shop_r1_doctor.memory import vllm_memory_fraction
 
 # ------------------------------------------------------------ colocated vLLM's share
@@ -287,8 +289,8 @@ def test_kv_cache_uses_the_plans_full_shape():
     assert _found(kv_cache, _snap({**plan, "vllm_gpu_memory_utilization": util}, [_gpu()])) == []
 
 
-def _procs(*used) -> list:
-    return [{"pid": 7 + i, "name": "python", "used_bytes": u} for i, u in enumerate(used)]
+def _procs(*used: int) -> list:
+    return [proc(7 + i, "python", u) for i, u in enumerate(used)]
 
 
 # (case, other processes on the GPU, fires)
@@ -310,9 +312,9 @@ def test_kv_cache_other_processes(case, procs, fires):
     plan = {"use_vllm": True, "vllm_gpu_memory_utilization": 0.5}
     found = _found(kv_cache, _snap(plan, [_gpu(processes=procs)]))
     others = sum(
-        p["used_bytes"] or 0
+        p.used_bytes
         for p in procs or []
-        if isinstance(p, dict) and isinstance(p.get("used_bytes"), int)
+        if isinstance(p, GpuProcess) and isinstance(p.used_bytes, int)
     )
     want = [
         (

@@ -8,32 +8,32 @@ tests/fixtures/device_logs/h200x2_launch_grpo_server_refused.log."""
 
 from __future__ import annotations
 
+import msgspec
 import pytest
+from snapshots import GIB, NOT_PROBED, gpu, proc
+from snapshots import facts as snapshot_facts
+from snapshots import plan as run_plan
 
 from shop_r1_doctor.checks.gpu_driver import gpu_processes
 from shop_r1_doctor.checks.plan import server_ports_clash, server_same_gpu, server_unreachable
-from shop_r1_doctor.facts import Facts
+from shop_r1_doctor.facts import Facts, GpuFacts, GpuProcess
 
-GIB = 1024**3
 H200 = "NVIDIA H200"
-ENGINE = {"pid": 1642, "name": "VLLM::EngineCore", "used_bytes": 127 * GIB}
+ENGINE = proc(1642, "VLLM::EngineCore", 127 * GIB)
 
 
-def _gpu(index: int, *processes: dict) -> dict:
-    return {
-        "index": index,
-        "name": H200,
-        "compute_capability": "9.0",
-        "memory_total_bytes": 141 * GIB,
-        "memory_used_bytes": sum(p["used_bytes"] for p in processes),
-        "processes": list(processes),
-    }
+def _gpu(index: int, *processes: GpuProcess) -> GpuFacts:
+    used = sum(p.used_bytes for p in processes if isinstance(p.used_bytes, int))
+    return gpu(H200, "9.0", index, 141 * GIB, used, procs=list(processes))
 
 
-def _facts(gpus: list[dict], cvd: str | None, procs: int = 1, mode: str = "server") -> Facts:
+def _facts(gpus: list[GpuFacts], cvd: str | None, procs: int = 1, mode: str = "server") -> Facts:
     env = {} if cvd is None else {"CUDA_VISIBLE_DEVICES": cvd}
-    plan = {"task": "grpo", "use_vllm": True, "vllm_mode": mode, "num_processes": procs}
-    return Facts({"gpus": gpus, "env": env, "plan": plan})
+    return snapshot_facts(
+        gpus=gpus,
+        env=env,
+        plan=run_plan(task="grpo", use_vllm=True, vllm_mode=mode, num_processes=procs),
+    )
 
 
 def _codes(check, facts: Facts) -> list[str]:
@@ -75,8 +75,8 @@ def test_an_engine_on_the_trainers_gpu_is_named_by_pid():
 
 def test_colocate_and_no_vllm_never_ask_for_a_second_gpu():
     assert _codes(server_same_gpu, _facts([_gpu(0)], None, mode="colocate")) == []
-    facts = Facts({"gpus": [_gpu(0)], "plan": {"task": "grpo", "use_vllm": False}})
-    assert _codes(server_same_gpu, facts) == []
+    no_vllm = snapshot_facts(gpus=[_gpu(0)], plan=run_plan(task="grpo", use_vllm=False))
+    assert _codes(server_same_gpu, no_vllm) == []
 
 
 # (case, gpus, CUDA_VISIBLE_DEVICES, expected codes)
@@ -103,9 +103,9 @@ def test_engines_count_only_on_gpus_this_run_can_see(gpus, cvd, expected):
 
 
 def test_engine_on_the_trainers_gpu_finding_in_full():
-    second = {"pid": 1700, "name": "VLLM::Worker", "used_bytes": GIB}
-    gpu = {k: v for k, v in _gpu(0, ENGINE, second).items() if k != "index"}  # no index probed
-    (f,) = server_same_gpu(_facts([gpu], None))
+    second = proc(1700, "VLLM::Worker", GIB)
+    unindexed = msgspec.structs.replace(_gpu(0, ENGINE, second), index=NOT_PROBED)
+    (f,) = server_same_gpu(_facts([unindexed], None))
     assert (f.code, f.severity) == ("TRL_SERVER_MODE_SAME_GPU", "error")
     assert f.title == (
         "a vLLM engine (pid 1642, 1700) already runs on NVIDIA H200 (GPU ?), which the "

@@ -1,5 +1,6 @@
-"""Decision rows for the vLLM checks (shop_r1_doctor/checks/vllm.py), each with its exact
-findings.
+"""Decision rows for the vLLM checks (shop_r1_doctor/checks/vllm.py): each row's codes,
+severities and the facts its findings must name; the wording is in
+tests/fixtures/golden/checks/vllm.txt.
 
 Worked out by hand from knowledge/compat.yaml as it stands:
 - vLLM's torch pin by release (when its Requires-Dist is not in the snapshot): 0.9.x
@@ -18,6 +19,7 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
+from check_wording import assert_row
 from torch_build_facts import A100, H100, NO_CC, P100, T4, V100
 
 from shop_r1_doctor.checks.vllm import (
@@ -32,16 +34,6 @@ from shop_r1_doctor.checks.vllm import (
     vllm_windows,
     xformers_pin,
 )
-from shop_r1_doctor.facts import Facts
-from shop_r1_doctor.knowledge import load_codes
-
-
-def _all(check, snap: dict) -> list[tuple[str, str, str, str, str]]:
-    return [(f.code, f.severity, f.title, f.detail, f.fix) for f in check(Facts(snap))]
-
-
-def _fix(code: str) -> str:
-    return load_codes()[code].fix
 
 
 def dist(version: str | None, *requires: str) -> dict | None:
@@ -63,51 +55,38 @@ def snap(
 
 USE = {"use_vllm": True}
 
+
 # ----------------------------------------------------------------- asked for, not installed
-REQ_DETAIL = (
-    "A plain `pip install vllm` replaces torch with the exact version the newest vLLM pins; "
-    "flash-attn and other extensions built for your torch then break."
-)
-
-
-def _requested(keep: str | None, fix: str) -> list[tuple]:
-    detail = REQ_DETAIL + (f" (this range keeps torch {keep})" if keep else "")
-    return [
-        (
-            "VLLM_REQUESTED_NOT_INSTALLED",
-            "error",
-            "the plan sets use_vllm but vllm is not installed",
-            detail,
-            fix,
-        )
-    ]
+def _requested(keep: str | None, spec: str) -> list[tuple]:
+    kept = (f"keeps torch {keep}",) if keep else ()
+    return [("VLLM_REQUESTED_NOT_INSTALLED", "error", "use_vllm", *kept, spec)]
 
 
 REQUESTED_ROWS = [
     (
         "torch 2.9.0",
         snap("2.9.0+cu128", None, USE),
-        _requested("2.9.0", 'python3 -m pip install "vllm<0.14,>=0.11.1"'),
+        _requested("2.9.0", '"vllm<0.14,>=0.11.1"'),
     ),
     (
         "torch 2.8.0",
         snap("2.8.0+cu128", None, USE),
-        _requested("2.8.0", 'python3 -m pip install "vllm<0.11.1,>=0.10.2"'),
+        _requested("2.8.0", '"vllm<0.11.1,>=0.10.2"'),
     ),
     (
         "torch 2.5.1",
         snap("2.5.1+cu121", None, USE),
-        _requested("2.5.1", 'python3 -m pip install "vllm<0.8,>=0.6.4"'),
+        _requested("2.5.1", '"vllm<0.8,>=0.6.4"'),
     ),
     (
         "torch 2.12: no vLLM pins it",
         snap("2.12.0+cu130", None, USE),
-        _requested(None, "python3 -m pip install vllm  (it pins its own torch)"),
+        _requested(None, "pip install vllm "),
     ),
     (
         "torch unknown",
         snap(None, None, USE),
-        _requested(None, "python3 -m pip install vllm  (it pins its own torch)"),
+        _requested(None, "pip install vllm "),
     ),
     ("installed", snap("2.9.0+cu128", dist("0.11.2"), USE), []),
     ("package list unknown", snap("2.9.0+cu128", plan=USE), []),
@@ -120,26 +99,12 @@ REQUESTED_ROWS = [
 
 @pytest.mark.parametrize(("case", "s", "want"), REQUESTED_ROWS, ids=[r[0] for r in REQUESTED_ROWS])
 def test_vllm_requested_row(case, s, want):
-    assert _all(vllm_requested, s) == want
+    assert_row(vllm_requested, s, want)
 
 
 # ----------------------------------------------------------------- vLLM's torch pin
-PIN_DETAIL = (
-    "vllm's compiled ops are built for that torch: expect 'undefined symbol' from vLLM's "
-    "compiled ops, or pip swapping torch back on the next install."
-)
-
-
-def _pin(vv: str, spec: str, tv: str, source: str, fix: str) -> list[tuple]:
-    return [
-        (
-            "VLLM_INSTALL_SWAPS_TORCH",
-            "error",
-            f"vLLM {vv} requires torch{spec}; torch {tv} is installed",
-            f"From {source}. {PIN_DETAIL}",
-            fix,
-        )
-    ]
+def _pin(vv: str, spec: str, tv: str, source: str, *fix: str) -> list[tuple]:
+    return [("VLLM_INSTALL_SWAPS_TORCH", "error", f"vLLM {vv}", f"torch{spec}", tv, source, *fix)]
 
 
 TABLE = "compat table: vllm requirements/cuda.txt history"
@@ -152,8 +117,8 @@ PIN_ROWS = [
             "==2.7.1",
             "2.8.0+cu128",
             "vllm 0.10.1's Requires-Dist",
-            'python3 -m pip install "torch==2.7.1" (from the index of your CUDA) and rebuild extensions, '
-            'or python3 -m pip install "vllm<0.11.1,>=0.10.2" to keep torch 2.8.0',
+            '"torch==2.7.1"',
+            '"vllm<0.11.1,>=0.10.2" to keep torch 2.8.0',
         ),
     ),
     ("the pinned torch with a CUDA tag", snap("2.7.1+cu128", dist("0.10.1", "torch==2.7.1")), []),
@@ -165,8 +130,8 @@ PIN_ROWS = [
             "==2.7.0",
             "2.7.1+cu128",
             TABLE,
-            'python3 -m pip install "torch==2.7.0" (from the index of your CUDA) and rebuild extensions, '
-            'or python3 -m pip install "vllm<0.10.2,>=0.10.0" to keep torch 2.7.1',
+            '"torch==2.7.0"',
+            '"vllm<0.10.2,>=0.10.0" to keep torch 2.7.1',
         ),
     ),
     ("the table agrees", snap("2.7.0+cu128", dist("0.9.2")), []),
@@ -180,8 +145,8 @@ PIN_ROWS = [
             "==2.7.0",
             "2.7.1+cu128",
             TABLE,
-            'python3 -m pip install "torch==2.7.0" (from the index of your CUDA) and rebuild extensions, '
-            'or python3 -m pip install "vllm<0.10.2,>=0.10.0" to keep torch 2.7.1',
+            '"torch==2.7.0"',
+            '"vllm<0.10.2,>=0.10.0" to keep torch 2.7.1',
         ),
     ),
     ("a bare `torch` is skipped", snap("2.7.0+cu128", dist("0.9.2", "torch")), []),
@@ -194,8 +159,8 @@ PIN_ROWS = [
             "==2.7.1",
             "2.8.0+cu128",
             "vllm 0.10.1's Requires-Dist",
-            'python3 -m pip install "torch==2.7.1" (from the index of your CUDA) and rebuild extensions, '
-            'or python3 -m pip install "vllm<0.11.1,>=0.10.2" to keep torch 2.8.0',
+            '"torch==2.7.1"',
+            '"vllm<0.11.1,>=0.10.2" to keep torch 2.8.0',
         ),
     ),
     (
@@ -206,7 +171,7 @@ PIN_ROWS = [
             "==2.11.0",
             "2.12.0+cu130",
             "vllm 0.20.1's Requires-Dist",
-            'python3 -m pip install "torch==2.11.0" (from the index of your CUDA) and rebuild extensions',
+            '"torch==2.11.0"',
         ),
     ),
     ("torch unknown", snap(None, dist("0.10.1", "torch==2.7.1")), []),
@@ -216,17 +181,11 @@ PIN_ROWS = [
 
 @pytest.mark.parametrize(("case", "s", "want"), PIN_ROWS, ids=[r[0] for r in PIN_ROWS])
 def test_vllm_torch_pin_row(case, s, want):
-    assert _all(vllm_torch_pin, s) == want
+    assert_row(vllm_torch_pin, s, want)
 
 
 # ----------------------------------------------------------------- Windows
-WIN = (
-    "VLLM_NATIVE_WINDOWS",
-    "error",
-    "vLLM does not run natively on Windows",
-    "'No module named vllm._C': vLLM supports Linux only (WSL2 works).",
-    _fix("VLLM_NATIVE_WINDOWS"),
-)
+WIN = ("VLLM_NATIVE_WINDOWS", "error", "Windows")
 WINDOWS_ROWS = [
     (
         "asked for, not installed",
@@ -250,13 +209,10 @@ WINDOWS_ROWS = [
 
 @pytest.mark.parametrize(("case", "s", "want"), WINDOWS_ROWS, ids=[r[0] for r in WINDOWS_ROWS])
 def test_vllm_windows_row(case, s, want):
-    assert _all(vllm_windows, s) == want
+    assert_row(vllm_windows, s, want)
 
 
 # ----------------------------------------------------------------- import
-IMPORT_FIX = (
-    "python3 -m pip install --force-reinstall vllm==<installed version> (matching its torch pin)"
-)
 E_TORCH = "ImportError: vllm/_C.abi3.so: undefined symbol: _ZN3c104cuda9SetDeviceEi"
 E_NUMPY = "ImportError: numpy.core.multiarray failed to import"
 
@@ -268,20 +224,20 @@ def _imports(**mods: Any) -> dict:
     }
 
 
-def _import(title: str, detail: str, severity: str = "warning") -> list[tuple]:
-    return [("VLLM_IMPORT_FAILED", severity, title, detail, IMPORT_FIX)]
+def _import(vllm: str, error: str, severity: str = "warning") -> list[tuple]:
+    return [("VLLM_IMPORT_FAILED", severity, vllm, error, "--force-reinstall vllm")]
 
 
 IMPORT_ROWS = [
     (
         "the kernels fail",
         snap(vllm=dist("0.11.2"), imports=_imports(vllm=True, vllm___custom_ops=E_TORCH)),
-        _import("vllm 0.11.2 does not import", E_TORCH),
+        _import("vllm 0.11.2", E_TORCH),
     ),
     (
         "the plan uses vLLM: an error",
         snap(vllm=dist("0.11.2"), plan=USE, imports=_imports(vllm=True, vllm___custom_ops=E_TORCH)),
-        _import("vllm 0.11.2 does not import", E_TORCH, "error"),
+        _import("vllm 0.11.2", E_TORCH, "error"),
     ),
     (
         "the package fails first: its error",
@@ -289,17 +245,17 @@ IMPORT_ROWS = [
             vllm=dist("0.11.2"),
             imports=_imports(vllm=E_NUMPY, vllm___custom_ops=E_TORCH, vllm___C=E_TORCH),
         ),
-        _import("vllm 0.11.2 does not import", E_NUMPY),
+        _import("vllm 0.11.2", E_NUMPY),
     ),
     (
         "an older snapshot: vllm._C",
         snap(vllm=dist("0.8.5"), imports=_imports(vllm=True, vllm___C=E_TORCH)),
-        _import("vllm 0.8.5 does not import", E_TORCH),
+        _import("vllm 0.8.5", E_TORCH),
     ),
     (
         "version unknown",
         snap(imports=_imports(vllm=E_NUMPY)),
-        _import("vllm does not import", E_NUMPY),
+        _import("vllm", E_NUMPY),
     ),
     (
         "all import",
@@ -317,45 +273,20 @@ IMPORT_ROWS = [
 
 @pytest.mark.parametrize(("case", "s", "want"), IMPORT_ROWS, ids=[r[0] for r in IMPORT_ROWS])
 def test_vllm_import_row(case, s, want):
-    assert _all(vllm_import, s) == want
+    assert_row(vllm_import, s, want)
 
 
 # ----------------------------------------------------------------- expandable segments
-ALLOC_DETAIL = (
-    "vLLM turns expandable segments off only when set through PYTORCH_CUDA_ALLOC_CONF (trl PR "
-    "#5794): its memory pool then asserts 'Expandable segments are not compatible with memory "
-    "pool' or custom all-reduce fails."
-)
-CUDA_DETAIL = (
-    "'AssertionError: Expandable segments are not compatible with memory pool' (sleep mode / "
-    "colocate) or custom all-reduce 'invalid argument' (TP>1). Applies to vLLM {spec} ({source})."
-)
-RULE = (
-    "<0.21,>=0.8.0",
-    "vllm PR #14189 (2025-03) added the assertion; PR #40812 (2026-04) turns segments off "
-    "around the pool; boundary 0.21 (inferred from release dates)",
-)
+RULE = ("<0.21,>=0.8.0", "PR #40812")
 ON = "expandable_segments:True"
 
 
 def _cuda_conf(value: str, name: str, severity: str = "warning", rule: tuple = RULE) -> tuple:
-    return (
-        "VLLM_EXPANDABLE_SEGMENTS",
-        severity,
-        f"PYTORCH_CUDA_ALLOC_CONF={value} breaks {name}'s memory pool",
-        CUDA_DETAIL.format(spec=rule[0], source=rule[1]),
-        "unset PYTORCH_CUDA_ALLOC_CONF for vLLM processes",
-    )
+    return ("VLLM_EXPANDABLE_SEGMENTS", severity, f"PYTORCH_CUDA_ALLOC_CONF={value}", name, *rule)
 
 
 def _alloc_conf(value: str, name: str, severity: str = "warning") -> tuple:
-    return (
-        "VLLM_EXPANDABLE_SEGMENTS",
-        severity,
-        f"PYTORCH_ALLOC_CONF={value} with {name}: vLLM does not look at this name",
-        ALLOC_DETAIL,
-        "unset PYTORCH_ALLOC_CONF for vLLM processes",
-    )
+    return ("VLLM_EXPANDABLE_SEGMENTS", severity, f"PYTORCH_ALLOC_CONF={value}", name)
 
 
 def _seg(vllm: Any, env: dict, plan: dict | None = None) -> dict:
@@ -447,28 +378,17 @@ SEG_ROWS = [
 
 @pytest.mark.parametrize(("case", "s", "want"), SEG_ROWS, ids=[r[0] for r in SEG_ROWS])
 def test_expandable_segments_row(case, s, want):
-    assert _all(expandable_segments, s) == want
+    assert_row(expandable_segments, s, want)
 
 
 # ----------------------------------------------------------------- VLLM_ATTENTION_BACKEND
-BACKEND_SRC = "vllm PR #25351 (V0 backends removed 2025-09); vLLM 0.14 / 0.26 release notes"
-
-
 def _backend(value: str, vv: str, why: str) -> list[tuple]:
-    return [
-        (
-            "VLLM_ATTENTION_BACKEND_IGNORED",
-            "warning",
-            f"VLLM_ATTENTION_BACKEND={value} with vLLM {vv}: {why}",
-            BACKEND_SRC,
-            _fix("VLLM_ATTENTION_BACKEND_IGNORED"),
-        )
-    ]
+    return [("VLLM_ATTENTION_BACKEND_IGNORED", "warning", f"={value} ", f"vLLM {vv}", why)]
 
 
-REMOVED = "the XFORMERS backend was removed after vLLM 0.11.1"
-IGNORED = "vLLM >= 0.26 ignores VLLM_ATTENTION_BACKEND silently"
-DEPRECATED = "VLLM_ATTENTION_BACKEND is deprecated since vLLM 0.14"
+REMOVED = "removed after vLLM 0.11.1"
+IGNORED = ">= 0.26 ignores"
+DEPRECATED = "deprecated since vLLM 0.14"
 BACKEND_ROWS = [
     ("XFORMERS", "0.11.1", []),
     ("XFORMERS", "0.11.2", _backend("XFORMERS", "0.11.2", REMOVED)),
@@ -483,39 +403,26 @@ BACKEND_ROWS = [
 ]
 
 
+def _backend_snap(value: str, vv: str) -> dict:
+    return snap(vllm=dist(vv), env={"VLLM_ATTENTION_BACKEND": value})
+
+
 @pytest.mark.parametrize(
     ("value", "vv", "want"), BACKEND_ROWS, ids=[f"{r[0]}-{r[1]}" for r in BACKEND_ROWS]
 )
 def test_attention_backend_env_row(value, vv, want):
-    assert (
-        _all(attention_backend_env, snap(vllm=dist(vv), env={"VLLM_ATTENTION_BACKEND": value}))
-        == want
-    )
+    assert_row(attention_backend_env, _backend_snap(value, vv), want)
 
 
 def test_attention_backend_env_needs_vllm():
     env = {"VLLM_ATTENTION_BACKEND": "XFORMERS"}
-    assert _all(attention_backend_env, snap(vllm=None, env=env, plan=USE)) == []
-    assert _all(attention_backend_env, snap(vllm=dist("0.30.0"), env={})) == []
+    assert_row(attention_backend_env, snap(vllm=None, env=env, plan=USE), [])
+    assert_row(attention_backend_env, snap(vllm=dist("0.30.0"), env={}), [])
 
 
 # ----------------------------------------------------------------- Volta / Turing
-DETAIL_TURING = (
-    "'Cannot use FlashAttention-2 backend for Volta and Turing GPUs': vLLM falls back to a "
-    "slower backend; some features are missing."
-)
-
-
 def _turing(name: str, cc: str) -> list[tuple]:
-    return [
-        (
-            "VLLM_TURING_ATTENTION_BACKEND",
-            "warning",
-            f"vLLM has no FlashAttention backend for {name} (cc {cc})",
-            DETAIL_TURING,
-            _fix("VLLM_TURING_ATTENTION_BACKEND"),
-        )
-    ]
+    return [("VLLM_TURING_ATTENTION_BACKEND", "warning", name, f"cc {cc}")]
 
 
 TURING_ROWS = [
@@ -530,25 +437,17 @@ TURING_ROWS = [
 
 @pytest.mark.parametrize(("case", "gpus", "want"), TURING_ROWS, ids=[r[0] for r in TURING_ROWS])
 def test_turing_backend_row(case, gpus, want):
-    assert _all(turing_backend, snap(vllm=dist("0.10.1"), gpus=gpus)) == want
-    assert _all(turing_backend, snap(vllm=None, gpus=gpus, plan=USE)) == want
+    assert_row(turing_backend, snap(vllm=dist("0.10.1"), gpus=gpus), want)
+    assert_row(turing_backend, snap(vllm=None, gpus=gpus, plan=USE), want)
 
 
 def test_turing_backend_needs_vllm():
-    assert _all(turing_backend, snap(vllm=None, gpus=[T4])) == []
-    assert _all(turing_backend, snap(vllm=None, gpus=[T4], plan={"use_vllm": False})) == []
+    assert_row(turing_backend, snap(vllm=None, gpus=[T4]), [])
+    assert_row(turing_backend, snap(vllm=None, gpus=[T4], plan={"use_vllm": False}), [])
 
 
 # ----------------------------------------------------------------- forked workers
-FORK = [
-    (
-        "VLLM_FORKED_CUDA_REINIT",
-        "warning",
-        "vLLM tensor_parallel_size=2 with forked workers",
-        "'Cannot re-initialize CUDA in forked subprocess' when CUDA was initialised first.",
-        "export VLLM_WORKER_MULTIPROC_METHOD=spawn",
-    )
-]
+FORK = [("VLLM_FORKED_CUDA_REINIT", "warning", "tensor_parallel_size=2", "METHOD=spawn")]
 FORK_ROWS = [
     ("TP 2", {"vllm_tensor_parallel_size": 2}, {}, FORK),
     (
@@ -570,23 +469,12 @@ FORK_ROWS = [
 
 @pytest.mark.parametrize(("case", "plan", "env", "want"), FORK_ROWS, ids=[r[0] for r in FORK_ROWS])
 def test_forked_cuda_row(case, plan, env, want):
-    assert _all(forked_cuda, snap(plan=plan, env=env)) == want
+    assert_row(forked_cuda, snap(plan=plan, env=env), want)
 
 
 # ----------------------------------------------------------------- trl vs vLLM's V1 engine
-V1_SRC = "trl issues #3115 #3157: trl < 0.17 reaches into vLLM V0 internals (inferred boundary)"
-
-
 def _v1(trl: str, vv: str, severity: str = "warning") -> list[tuple]:
-    return [
-        (
-            "VLLM_V1_DEFAULT_BREAKS_RL_INTEGRATION",
-            severity,
-            f"trl {trl} predates vLLM {vv}'s V1 engine",
-            f"trl reaches into V0 internals ('model_executor'; --worker-cls). {V1_SRC}",
-            "python3 -m pip install -U 'trl[vllm]'",
-        )
-    ]
+    return [("VLLM_V1_DEFAULT_BREAKS_RL_INTEGRATION", severity, f"trl {trl}", f"vLLM {vv}")]
 
 
 V1_ROWS = [
@@ -604,34 +492,22 @@ V1_ROWS = [
     ("case", "trl", "vv", "plan", "want"), V1_ROWS, ids=[r[0] for r in V1_ROWS]
 )
 def test_v1_engine_vs_trl_row(case, trl, vv, plan, want):
+    assert_row(v1_engine_vs_trl, _v1_snap(trl, vv, plan), want)
+
+
+def _v1_snap(trl: str | None, vv: str | None, plan: dict | None) -> dict:
     s = snap(vllm=dist(vv), plan=plan)
     s["packages"]["trl"] = dist(trl)
-    assert _all(v1_engine_vs_trl, s) == want
+    return s
 
 
 # ----------------------------------------------------------------- xformers
-XF_DETAIL = (
-    "'No operator found for memory_efficient_attention_forward': its kernels are built for "
-    "another torch."
-)
-XF_FIX = (
-    "python3 -m pip uninstall -y xformers (vLLM >= 0.11.1 does not need it), or install the xformers "
-    "release built for your torch"
-)
 XF_ROWS = [
     (
         "xformers for torch 2.7.1 on 2.8.0",
         "2.8.0+cu128",
         dist("0.0.31", "numpy", "torch==2.7.1"),
-        [
-            (
-                "XFORMERS_WHEEL_MISMATCH",
-                "error",
-                "xformers 0.0.31 requires torch==2.7.1; torch 2.8.0+cu128 is installed",
-                XF_DETAIL,
-                XF_FIX,
-            )
-        ],
+        [("XFORMERS_WHEEL_MISMATCH", "error", "xformers 0.0.31", "torch==2.7.1", "2.8.0+cu128")],
     ),
     ("the torch it wants", "2.7.1+cu128", dist("0.0.31", "torch==2.7.1"), []),
     ("a range that holds", "2.8.0+cu128", dist("0.0.32", "torch>=2.8"), []),
@@ -649,6 +525,21 @@ XF_ROWS = [
 
 @pytest.mark.parametrize(("case", "torch", "xf", "want"), XF_ROWS, ids=[r[0] for r in XF_ROWS])
 def test_xformers_pin_row(case, torch, xf, want):
+    assert_row(xformers_pin, _xf_snap(torch, xf), want)
+
+
+def _xf_snap(torch: str | None, xf: dict | None) -> dict:
     s = snap(torch)
     s["packages"]["xformers"] = xf
-    assert _all(xformers_pin, s) == want
+    return s
+
+
+# every row's snapshot, for the wording golden (tests/check_wording.py)
+SNAPSHOTS = [
+    *[(r[0], r[1]) for r in REQUESTED_ROWS + PIN_ROWS + WINDOWS_ROWS + IMPORT_ROWS + SEG_ROWS],
+    *[(f"backend {v} {vv}", _backend_snap(v, vv)) for v, vv, _ in BACKEND_ROWS],
+    *[(c, snap(vllm=dist("0.10.1"), gpus=gpus)) for c, gpus, _ in TURING_ROWS],
+    *[(c, snap(plan=plan, env=env)) for c, plan, env, _ in FORK_ROWS],
+    *[(c, _v1_snap(trl, vv, plan)) for c, trl, vv, plan, _ in V1_ROWS],
+    *[(c, _xf_snap(t, xf)) for c, t, xf, _ in XF_ROWS],
+]

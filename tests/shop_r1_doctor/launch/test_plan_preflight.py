@@ -51,13 +51,9 @@ ROWS = [{"prompt": [{"role": "user", "content": "p"}], "completion": [], "gold_a
 MODEL = "Qwen/Qwen2.5-0.5B-Instruct"
 
 
-def _snapshot(machine: str) -> dict:
-    return machine_snapshot(machine)
-
-
 def _layouts():
     for machine in MACHINES:
-        facts = Facts(_snapshot(machine))
+        facts = Facts(machine_snapshot(machine))
         profile, n_gpus, vllm, consumer = layout_from_facts(facts)
         for task in ("sft", "grpo", "eval", "vllm-server"):
             for gpus in range(1, n_gpus + 1) if n_gpus else [0]:
@@ -111,7 +107,7 @@ def _doctor_errors(tmp_path, snapshot):
 def test_launch_preflight_passes_where_train_runs(
     tmp_path, machine, profile, task, gpus, vllm, consumer
 ):
-    snapshot = _snapshot(machine)
+    snapshot = machine_snapshot(machine)
     facts = Facts(snapshot)
     if task == "vllm-server" and not vllm:  # refused, in one line, before writing
         with pytest.raises(ToolError) as err:
@@ -150,7 +146,7 @@ def test_launch_preflight_passes_where_train_runs(
 
 def test_hopper_profile_on_h100_without_flash_attn_runs_sdpa(tmp_path):
     """The bug: the plan asked for the profile's flash_attention_2; train chose sdpa."""
-    snapshot = _snapshot("h100")
+    snapshot = machine_snapshot("h100")
     assert get_profile("hopper").attention == "flash_attention_2"
     plan, _ = _launch(tmp_path, "hopper", "grpo", 1, vllm=False, consumer=False)
     assert "attn_implementation" not in plan.doctor_plan
@@ -161,7 +157,7 @@ def test_hopper_profile_on_h100_without_flash_attn_runs_sdpa(tmp_path):
 
 def test_a_fixed_attention_is_planned_and_stops_both_alike(tmp_path):
     """A user's config that fixes flash_attention_2 on that H100: both preflights stop."""
-    snapshot = _snapshot("h100")
+    snapshot = machine_snapshot("h100")
     config = {"attn_implementation": "flash_attention_2"}
     plan, files = _launch(tmp_path, "hopper", "sft", 1, False, False, config=config)
     assert plan.doctor_plan["attn_implementation"] == "flash_attention_2"
@@ -200,7 +196,7 @@ def test_launch_profile_plans_on_the_target_facts(tmp_path, argv, want):
     if argv[0] == "vllm-server":
         vllm = get_profile("hopper").vllm
         # the target's own interpreter (from its snapshot), not this machine's
-        target_python = _snapshot("h100")["host"]["python"]["executable"]
+        target_python = machine_snapshot("h100")["host"]["python"]["executable"]
         assert target_python != sys.executable
         expected = want.format(snap=snap, python=target_python, vllm=vllm)
         assert error_line(result) == f"shop-r1: error: {expected}"
@@ -211,5 +207,5 @@ def test_launch_profile_plans_on_the_target_facts(tmp_path, argv, want):
     assert config["use_vllm"] == want
     assert f"planned on the facts of snapshot {snap}: vLLM not installed" in result.output
     # and `train --dry-run`'s decision on the same facts stops nothing
-    prepared = _train(tmp_path, "grpo", _snapshot("h100"))
+    prepared = _train(tmp_path, "grpo", machine_snapshot("h100"))
     assert prepared.errors() == []

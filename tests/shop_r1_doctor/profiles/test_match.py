@@ -2,33 +2,24 @@
 
 from __future__ import annotations
 
+from snapshots import gpu, pkg, snapshot
+from snapshots import torch as torch_facts
+
 from shop_r1_doctor.facts import Facts
 from shop_r1_doctor.profiles import match_profile
 
 PY = "/opt/venv/bin/python3"
-
-
-def snapshot(gpus=None, **sections):
-    snap = {"schema": "shop-r1.snapshot/1", "host": {"os": "linux", "python": {"executable": PY}}}
-    if gpus is not None:
-        snap["gpus"] = gpus
-    snap.update(sections)
-    return snap
-
-
-def gpu(name, cc):
-    return {"index": 0, "name": name, "compute_capability": cc}
-
-
+HOST = {"os": "linux", "python": {"executable": PY}}
 H100 = gpu("NVIDIA H100 80GB HBM3", "9.0")
 
 
 def test_profiles_match_h100_with_old_torch_names_versions_and_fix():
     snap = snapshot(
-        [H100, H100],
-        packages={"torch": {"version": "2.6.0+cu124"}, "vllm": None, "flash-attn": None},
-        torch={"version": "2.6.0+cu124", "cuda": "12.4"},
-        driver={"version": "550.54.15"},
+        host=HOST,
+        gpus=[H100, H100],
+        packages={"torch": pkg("2.6.0+cu124"), "vllm": None, "flash-attn": None},
+        torch=torch_facts("2.6.0+cu124", cuda="12.4"),
+        driver=pkg("550.54.15"),
     )
     match = match_profile(Facts(snap))
     assert match is not None and match.name == "hopper"
@@ -50,15 +41,16 @@ def test_profiles_match_h100_with_old_torch_names_versions_and_fix():
 
 def test_profiles_match_aligned_machine_has_no_deviations():
     snap = snapshot(
-        [H100],
+        host=HOST,
+        gpus=[H100],
         packages={
-            "torch": {"version": "2.11.0+cu130"},
-            "vllm": {"version": "0.26.0"},
-            "flash-attn": {"version": "2.8.3.post2"},
-            "transformers": {"version": "5.23.0"},
-            "trl": {"version": "1.16.0"},
+            "torch": pkg("2.11.0+cu130"),
+            "vllm": pkg("0.26.0"),
+            "flash-attn": pkg("2.8.3.post2"),
+            "transformers": pkg("5.23.0"),
+            "trl": pkg("1.16.0"),
         },
-        driver={"version": "580.159.04"},
+        driver=pkg("580.159.04"),
         env={"TORCH_CUDA_ARCH_LIST": "9.0"},
     )
     match = match_profile(Facts(snap))
@@ -66,7 +58,12 @@ def test_profiles_match_aligned_machine_has_no_deviations():
 
 
 def test_profiles_match_pypi_torch_without_local_tag_reads_cuda_from_torch_facts():
-    snap = snapshot([H100], packages={"torch": {"version": "2.11.0"}}, torch={"cuda": "13.0"})
+    snap = snapshot(
+        host=HOST,
+        gpus=[H100],
+        packages={"torch": pkg("2.11.0")},
+        torch=torch_facts(None, cuda="13.0"),
+    )
     match = match_profile(Facts(snap))
     assert match is not None
     assert not [f for f in match.deviations if f.title.startswith("torch ")]
@@ -74,8 +71,9 @@ def test_profiles_match_pypi_torch_without_local_tag_reads_cuda_from_torch_facts
 
 def test_profiles_match_out_of_range_library_and_env():
     snap = snapshot(
-        [gpu("NVIDIA GeForce RTX 5090", "12.0")],
-        packages={"transformers": {"version": "4.57.1"}},
+        host=HOST,
+        gpus=[gpu("NVIDIA GeForce RTX 5090", "12.0")],
+        packages={"transformers": pkg("4.57.1")},
         env={"TORCH_CUDA_ARCH_LIST": "8.0"},
     )
     match = match_profile(Facts(snap))
@@ -87,16 +85,18 @@ def test_profiles_match_out_of_range_library_and_env():
 
 
 def test_profiles_match_no_gpu_is_cpu_and_unknown_is_none():
-    assert match_profile(Facts(snapshot([]))).name == "cpu"
-    assert match_profile(Facts(snapshot(None))) is None
+    assert match_profile(Facts(snapshot(host=HOST, gpus=[]))).name == "cpu"
+    assert match_profile(Facts(snapshot(host=HOST))) is None
 
 
 def test_profiles_match_unsupported_gpu_is_none():
-    assert match_profile(Facts(snapshot([gpu("Tesla P100-PCIE-16GB", "6.0")]))) is None
+    assert (
+        match_profile(Facts(snapshot(host=HOST, gpus=[gpu("Tesla P100-PCIE-16GB", "6.0")]))) is None
+    )
 
 
 def test_profiles_match_by_name_when_cc_unknown_and_majority_wins():
-    t4 = {"index": 0, "name": "Tesla T4"}
-    assert match_profile(Facts(snapshot([t4]))).name == "turing"
+    t4 = gpu("Tesla T4", cc=None)
+    assert match_profile(Facts(snapshot(host=HOST, gpus=[t4]))).name == "turing"
     mixed = [gpu("NVIDIA A100-SXM4-80GB", "8.0"), gpu("NVIDIA A10", "8.6"), H100]
-    assert match_profile(Facts(snapshot(mixed))).name == "ampere"
+    assert match_profile(Facts(snapshot(host=HOST, gpus=mixed))).name == "ampere"
