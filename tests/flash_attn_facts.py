@@ -1,6 +1,6 @@
 """Host facts shared by the decision rows of checks/flash_attn.py
-(tests/shop_r1_doctor/checks/test_flash_attn_rows*.py): the recorded H200 box with another
-torch / Python / arch / OS, and each finding as a (code, severity, title, detail, fix) row."""
+(tests/shop_r1_doctor/checks/test_flash_attn_rows.py): the recorded H200 box with another
+torch / Python / arch / OS."""
 
 from __future__ import annotations
 
@@ -9,19 +9,8 @@ from typing import Any
 from machines import machine_snapshot
 from torch_build_facts import H100
 
-from shop_r1_doctor.facts import Facts
-from shop_r1_doctor.knowledge import load_codes
-
 GIB = 1024**3
 H200 = machine_snapshot("h200x2")  # torch 2.11.0+cu130, Python 3.12.3, x86_64, 32 CPUs
-
-
-def _all(check, snap: dict) -> list[tuple[str, str, str, str, str]]:
-    return [(f.code, f.severity, f.title, f.detail, f.fix) for f in check(Facts(snap))]
-
-
-def _fix(code: str) -> str:
-    return load_codes()[code].fix
 
 
 def machine(

@@ -1,9 +1,8 @@
 """Helpers shared by the decision rows of checks/packages.py
-(tests/shop_r1_doctor/checks/test_packages_rows*.py)."""
+(tests/shop_r1_doctor/checks/test_packages_rows.py)."""
 
 from __future__ import annotations
 
-from shop_r1_doctor.facts import Facts
 from shop_r1_doctor.knowledge import load_compat
 
 SOURCE = load_compat().numpy2.source
@@ -11,10 +10,6 @@ SOURCE = load_compat().numpy2.source
 
 def pkg(version: str | None, *requires: str) -> dict:
     return {"version": version, "requires": list(requires)}
-
-
-def _found(check, snap: dict) -> list[tuple[str, str, str, str, str | None]]:
-    return [(f.code, f.severity, f.title, f.detail, f.fix) for f in check(Facts(snap))]
 
 
 LINUX = {"os": "linux", "arch": "x86_64", "python": {"version": "3.12.3"}}

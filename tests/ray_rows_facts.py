@@ -1,11 +1,9 @@
 """Facts shared by the decision rows of checks/ray.py
-(tests/shop_r1_doctor/checks/test_ray_rows*.py)."""
+(tests/shop_r1_doctor/checks/test_ray_rows.py)."""
 
 from __future__ import annotations
 
 from typing import Any
-
-from shop_r1_doctor.facts import Facts
 
 GIB = 1024**3
 # the 2x H200 machine's RAM (tests/fixtures/machines/h200x2): 251.8 GiB
@@ -31,7 +29,3 @@ def ray_facts(**kw: Any) -> dict[str, Any]:
         "client": {"ray_address": None, "action": "start-local", "address": None, "error": None},
         **kw,
     }
-
-
-def _all(check, snap: dict) -> list[tuple[str, str, str, str, str]]:
-    return [(f.code, f.severity, f.title, f.detail, f.fix) for f in check(Facts(snap))]

@@ -1,5 +1,6 @@
-"""Decision rows for the flash-attn checks (shop_r1_doctor/checks/flash_attn.py), each with
-its exact findings.
+"""Decision rows for the flash-attn checks (shop_r1_doctor/checks/flash_attn.py): each row's
+codes, severities and the facts its findings must name; the wording is in
+tests/fixtures/golden/checks/flash_attn.txt.
 
 Worked out by hand from knowledge/compat.yaml as it stands:
 - features: flash_attention_2 cc >= 8.0 (dist flash-attn, module flash_attn);
@@ -9,6 +10,8 @@ Worked out by hand from knowledge/compat.yaml as it stands:
   Python 3.12 only), 2.8.2 for torch 2.4-2.7.1; none for torch 2.10+ or CUDA 13 yet;
 - torch's C++ ABI when the torch probe did not say: cxx11abiTRUE from torch 2.7, FALSE before;
 - sm_120 kernels from flash-attn 2.8.3.post1;
+- a flash-attn wheel tagged cxx11abiX for this torch's version must match torch's ABI; an
+  undefined C++ symbol otherwise means a build for another torch;
 - a source build takes ~9 GB per parallel job: MAX_JOBS = max(1, RAM // 9 GiB), said when
   that is below the CPU count."""
 
@@ -17,6 +20,7 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
+from check_wording import assert_row
 from flash_attn_facts import (
     ERR_DRIVER,
     ERR_MISSING,
@@ -27,15 +31,15 @@ from flash_attn_facts import (
     REL,
     URL_26_FALSE,
     URL_28_TRUE,
-    _all,
-    _fix,
     _imports,
     _plan,
     machine,
 )
-from torch_build_facts import A100, B200, B300, H100, NO_CC, RTX5090, T4, V100
+from torch_build_facts import A100, B200, B300, GB10, H100, NO_CC, RTX5090, T4, V100
 
 from shop_r1_doctor.checks.flash_attn import (
+    blackwell_kernels,
+    broken_build,
     requested,
     wheel_url,
 )
@@ -101,18 +105,10 @@ def test_wheel_url_row(case, snap, url):
 
 
 # ----------------------------------------------------------------- requested: the GPU
-def _gpu_finding(code: str, title: str, detail: str, fix: str) -> tuple:
-    return (code, "error", title, detail, fix)
+def _gpu_finding(code: str, title: str, *facts: str) -> tuple:
+    return (code, "error", title, *facts)
 
 
-FA2_SRC = "flash-attention README (Ampere, Ada, Hopper); issue #762"
-FA3_SRC = (
-    "flash-attention hopper/ README (FA3 Hopper only); transformers FA3 dispatch needs cc >= 9.0"
-)
-FA4_SRC = "flash-attention flash_attn/cute README (Hopper and Blackwell)"
-AMPERE = "'FlashAttention only supports Ampere GPUs or newer.'"
-SDPA = 'attn_implementation="sdpa"'
-SDPA2 = 'attn_implementation="sdpa" (or "flash_attention_2")'
 INSTALLED = {
     "flash-attn": {"version": "2.8.3"},
     "flash-attn-3": {"version": "3.0.0"},
@@ -128,8 +124,8 @@ GPU_ROWS = [
             _gpu_finding(
                 "FA_PRE_AMPERE_GPU",
                 "flash_attention_2 needs cc >= 8.0; Tesla T4 is cc 7.5",
-                f"{AMPERE} ({FA2_SRC})",
-                SDPA,
+                "issue #762",
+                'attn_implementation="sdpa"',
             )
         ],
     ),
@@ -143,8 +139,8 @@ GPU_ROWS = [
             _gpu_finding(
                 "FA_PRE_AMPERE_GPU",
                 "flash_attention_2 needs cc >= 8.0; Tesla V100-SXM2-32GB is cc 7.0",
-                f"{AMPERE} ({FA2_SRC})",
-                SDPA,
+                "issue #762",
+                'attn_implementation="sdpa"',
             )
         ],
     ),
@@ -156,8 +152,8 @@ GPU_ROWS = [
             _gpu_finding(
                 "FA3_UNSUPPORTED_GPU",
                 "flash_attention_3 needs cc >= 9.0; NVIDIA A100-SXM4-80GB is cc 8.0",
-                f"{AMPERE} ({FA3_SRC})",
-                SDPA,
+                "hopper/ README",
+                'attn_implementation="sdpa"',
             )
         ],
     ),
@@ -170,8 +166,8 @@ GPU_ROWS = [
             _gpu_finding(
                 "FA3_UNSUPPORTED_GPU",
                 "flash_attention_3 runs on cc 9.0-9.0 only; NVIDIA B200 is cc 10.0",
-                FA3_SRC,
-                SDPA2,
+                "hopper/ README",
+                '"sdpa" (or "flash_attention_2")',
             )
         ],
     ),
@@ -184,8 +180,8 @@ GPU_ROWS = [
             _gpu_finding(
                 "FA3_UNSUPPORTED_GPU",
                 "flash_attention_4 runs on cc 9.0-10.3 only; NVIDIA GeForce RTX 5090 is cc 12.0",
-                FA4_SRC,
-                SDPA2,
+                "flash_attn/cute README",
+                '"sdpa" (or "flash_attention_2")',
             )
         ],
     ),
@@ -196,7 +192,7 @@ GPU_ROWS = [
 @pytest.mark.parametrize(("case", "impl", "gpus", "want"), GPU_ROWS, ids=[r[0] for r in GPU_ROWS])
 def test_requested_gpu_row(case, impl, gpus, want):
     snap = {**machine(), "gpus": gpus, "packages": INSTALLED, "plan": _plan(impl)}
-    assert _all(requested, snap) == want
+    assert_row(requested, snap, want)
 
 
 @pytest.mark.parametrize("impl", ["sdpa", "eager", None, "flash_attention_5"])
@@ -204,30 +200,17 @@ def test_requested_needs_a_flash_attention_plan(impl):
     snap = {**machine(), "gpus": [T4], "packages": {"flash-attn": None}}
     if impl is not None:
         snap["plan"] = _plan(impl)
-    assert _all(requested, snap) == []
+    assert_row(requested, snap, [])
 
 
 # ----------------------------------------------------------------- requested: installed, importable
-NOT_INSTALLED_DETAIL = (
-    "transformers raises 'FlashAttention2 has been toggled on, but it cannot be used ... the "
-    "package flash_attn seems to be not installed.' at model load."
-)
-NO_WHEEL_DETAIL = (
-    "pip prints 'Precompiled wheel not found. Building from source...' and compiles for an "
-    "hour or more (needs nvcc matching torch's CUDA major)."
-)
-NO_WHEEL_FIX = (
-    'attn_implementation="sdpa", or a torch covered by flash-attn wheels (2.4-2.8 on CUDA 12)'
-)
-
-
 def _not_importable(impl: str, dist: str, version: str, err: str) -> tuple:
     return (
         "FA_REQUESTED_NOT_INSTALLED",
         "error",
-        f"{impl} requested but {dist} {version} does not import",
+        f"{impl} requested but {dist} {version}",
         err,
-        f'/opt/torch/.venv/bin/python3 -m pip install --no-build-isolation --force-reinstall {dist}, or attn_implementation="sdpa"',
+        f"--force-reinstall {dist}",
     )
 
 
@@ -235,9 +218,8 @@ def _missing(impl: str, dist: str, install: str) -> tuple:
     return (
         "FA_REQUESTED_NOT_INSTALLED",
         "error",
-        f"attn_implementation={impl} but {dist} is not installed",
-        NOT_INSTALLED_DETAIL,
-        f'{install}   # or attn_implementation="sdpa"',
+        f"attn_implementation={impl} but {dist}",
+        install,
     )
 
 
@@ -246,8 +228,6 @@ def _no_wheel(what: str, os: str = "linux") -> tuple:
         "FA_NO_PREBUILT_WHEEL",
         "warning",
         f"no prebuilt flash-attn wheel for {what} on {os}",
-        NO_WHEEL_DETAIL,
-        NO_WHEEL_FIX,
     )
 
 
@@ -255,9 +235,9 @@ def _oom(cpus: int, gib: int, jobs: int) -> tuple:
     return (
         "FA_BUILD_OOM_NO_MAX_JOBS",
         "warning",
-        f"building flash-attn with {cpus} parallel jobs needs ~{cpus * 9} GB; this machine has {gib} GiB",
-        "ninja starts one nvcc per core, several GB each: the build is Killed or the machine freezes.",
-        f"MAX_JOBS={jobs} /opt/torch/.venv/bin/python3 -m pip install flash-attn --no-build-isolation",
+        f"{cpus} parallel jobs needs ~{cpus * 9} GB",
+        f"has {gib} GiB",
+        f"MAX_JOBS={jobs} /opt/torch/.venv/bin/python3 -m pip install flash-attn",
     )
 
 
@@ -371,7 +351,7 @@ INSTALL_ROWS = [
             _missing(
                 "flash_attention_3",
                 "flash-attn-3",
-                "/opt/torch/.venv/bin/python3 -m pip install flash-attn-3 --no-build-isolation",
+                "python3 -m pip install flash-attn-3 --no-build-isolation",
             )
         ],
     ),
@@ -382,7 +362,7 @@ INSTALL_ROWS = [
             _missing(
                 "flash_attention_2",
                 "flash-attn",
-                "/opt/torch/.venv/bin/python3 -m pip install flash-attn --no-build-isolation",
+                "python3 -m pip install flash-attn --no-build-isolation",
             ),
             _no_wheel("torch 2.11.0+cu130 (CUDA 13.0)"),
             # 270334464000 // (9 x 2**30) = 27 < 32 CPUs
@@ -396,7 +376,7 @@ INSTALL_ROWS = [
             _missing(
                 "flash_attention_2",
                 "flash-attn",
-                "/opt/torch/.venv/bin/python3 -m pip install flash-attn --no-build-isolation",
+                "python3 -m pip install flash-attn --no-build-isolation",
             ),
             _no_wheel("torch 2.11.0+cu130 (CUDA 13.0)"),
         ],
@@ -406,7 +386,7 @@ INSTALL_ROWS = [
 
 @pytest.mark.parametrize(("case", "snap", "want"), INSTALL_ROWS, ids=[r[0] for r in INSTALL_ROWS])
 def test_requested_install_row(case, snap, want):
-    assert _all(requested, snap) == want
+    assert_row(requested, snap, want)
 
 
 # ----------------------------------------------------------------- a source build
@@ -419,16 +399,10 @@ def _build(ram: Any, cpus: Any, env: dict | None = None, **host: Any) -> dict:
 BUILD = _missing(
     "flash_attention_2",
     "flash-attn",
-    "/opt/torch/.venv/bin/python3 -m pip install flash-attn --no-build-isolation",
+    "python3 -m pip install flash-attn --no-build-isolation",
 )
 NO_WHEEL_211 = _no_wheel("torch 2.11.0+cu130 (CUDA 13.0)")
-LONG_PATH = (
-    "FA_WINDOWS_LONG_PATH",
-    "warning",
-    "building flash-attn on Windows with long paths disabled fails ('Filename too long')",
-    "The source tree (composable_kernel) has paths over 260 characters.",
-    _fix("FA_WINDOWS_LONG_PATH"),
-)
+LONG_PATH = ("FA_WINDOWS_LONG_PATH", "warning", "long paths disabled", "260 characters")
 BUILD_ROWS = [
     ("RAM for exactly 32 jobs", _build(32 * 9 * GIB, 32), [BUILD, NO_WHEEL_211]),
     ("one byte less", _build(32 * 9 * GIB - 1, 32), [BUILD, NO_WHEEL_211, _oom(32, 287, 31)]),
@@ -467,4 +441,212 @@ BUILD_ROWS = [
 
 @pytest.mark.parametrize(("case", "snap", "want"), BUILD_ROWS, ids=[r[0] for r in BUILD_ROWS])
 def test_source_build_row(case, snap, want):
-    assert _all(requested, snap) == want
+    assert_row(requested, snap, want)
+
+
+# ----------------------------------------------------------------- a broken build
+def _fa(
+    version: str,
+    torch: Any = "2.8.0+cu128",
+    abi: Any = True,
+    plan: dict | None = None,
+    **imports: Any,
+) -> dict:
+    snap = machine(torch, "12.8" if torch and "cu128" in torch else None, abi=abi)
+    snap["packages"] = {"flash-attn": {"version": version}}
+    if imports:
+        snap["imports"] = _imports(**imports)
+    if plan is not None:
+        snap["plan"] = plan
+    return snap
+
+
+def _abi(
+    raw: str,
+    tag: str,
+    torch: str,
+    want: str,
+    severity: str = "warning",
+    *facts: str,
+    url: str = URL_28_TRUE,
+) -> tuple:
+    return (
+        "FA_CXX11_ABI_WHEEL_MISMATCH",
+        severity,
+        f"flash-attn {raw} is a cxx11abi{tag} build",
+        f"torch {torch} uses cxx11abi{want}",
+        *facts,
+        f"wheel named cxx11abi{want} ({url})",
+    )
+
+
+def _symbol(fv: str, built: str, torch: str, *fix: str, severity: str = "warning") -> tuple:
+    return (
+        "FA_TORCH_ABI_UNDEFINED_SYMBOL",
+        severity,
+        f"flash-attn {fv}{built} does not load with torch {torch}",
+        ERR_SYMBOL,
+        *fix,
+    )
+
+
+FALSE_WHEEL = "2.8.3+cu12torch2.8cxx11abiFALSE"
+REINSTALL = "--force-reinstall --no-deps flash-attn==2.8.3"
+BROKEN_ROWS = [
+    (
+        "a cxx11abiFALSE wheel on a TRUE torch",
+        _fa(FALSE_WHEEL),
+        [_abi(FALSE_WHEEL, "FALSE", "2.8.0+cu128", "TRUE")],
+    ),
+    (
+        "the plan asks for FA2: an error, with the import error",
+        _fa(FALSE_WHEEL, plan=FA2, flash_attn_2_cuda=ERR_SYMBOL),
+        [_abi(FALSE_WHEEL, "FALSE", "2.8.0+cu128", "TRUE", "error", ERR_SYMBOL)],
+    ),
+    (
+        "the plan asks for sdpa",
+        _fa(FALSE_WHEEL, plan=_plan("sdpa")),
+        [_abi(FALSE_WHEEL, "FALSE", "2.8.0+cu128", "TRUE")],
+    ),
+    ("the tag matches torch's ABI", _fa("2.8.3+cu12torch2.8cxx11abiTRUE"), []),
+    (
+        "a TRUE wheel on a FALSE torch (2.6, from the table)",
+        _fa("2.8.3+cu12torch2.6cxx11abiTRUE", "2.6.0+cu124", abi=None),
+        [_abi("2.8.3+cu12torch2.6cxx11abiTRUE", "TRUE", "2.6.0+cu124", "FALSE", url=URL_26_FALSE)],
+    ),
+    (
+        "no wheel to name for torch 2.11",
+        _fa("2.8.3+cu12torch2.11cxx11abiFALSE", "2.11.0+cu130"),
+        [
+            _abi(
+                "2.8.3+cu12torch2.11cxx11abiFALSE",
+                "FALSE",
+                "2.11.0+cu130",
+                "TRUE",
+                url="see the release page",
+            )
+        ],
+    ),
+    # built for another torch: the ABI flag says nothing about this one
+    ("a tag for torch 2.7 on torch 2.8", _fa("2.8.3+cu12torch2.7cxx11abiFALSE"), []),
+    ("torch unknown: the tag alone", _fa(FALSE_WHEEL, None, abi=None), []),
+    ("no tag", _fa("2.8.3"), []),
+    ("ABI unknown", _fa(FALSE_WHEEL, "2.11.0", abi=None), []),
+    # undefined symbol without an ABI mismatch: another torch
+    (
+        "undefined symbol, plain version",
+        _fa("2.8.3", flash_attn_2_cuda=ERR_SYMBOL),
+        [
+            _symbol(
+                "2.8.3",
+                "",
+                "2.8.0+cu128",
+                REINSTALL,
+                f"# or: /opt/torch/.venv/bin/python3 -m pip install {URL_28_TRUE}",
+            )
+        ],
+    ),
+    (
+        "undefined symbol, a tag for torch 2.7",
+        _fa("2.8.3+cu12torch2.7cxx11abiTRUE", plan=FA2, flash_attn=ERR_SYMBOL),
+        [
+            _symbol(
+                "2.8.3+cu12torch2.7cxx11abitrue",
+                " (built for torch 2.7)",
+                "2.8.0+cu128",
+                REINSTALL,
+                f"# or: /opt/torch/.venv/bin/python3 -m pip install {URL_28_TRUE}",
+                severity="error",
+            )
+        ],
+    ),
+    (
+        "undefined symbol, no wheel for this torch",
+        _fa("2.8.3", "2.11.0+cu130", flash_attn_2_cuda=ERR_SYMBOL),
+        [_symbol("2.8.3", "", "2.11.0+cu130", REINSTALL)],
+    ),
+    ("another import error", _fa("2.8.3", flash_attn_2_cuda=ERR_DRIVER), []),
+    # no version to name: nothing to say (and nothing raised)
+    ("version unparseable", _fa("a.b", flash_attn_2_cuda=ERR_SYMBOL), []),
+    (
+        "version missing",
+        {**_fa("2.8.3", flash_attn_2_cuda=ERR_SYMBOL), "packages": {"flash-attn": {}}},
+        [],
+    ),
+    (
+        "not installed",
+        {
+            **machine(),
+            "packages": {"flash-attn": None},
+            "imports": _imports(flash_attn_2_cuda=ERR_SYMBOL),
+        },
+        [],
+    ),
+]
+
+
+@pytest.mark.parametrize(("case", "snap", "want"), BROKEN_ROWS, ids=[r[0] for r in BROKEN_ROWS])
+def test_broken_build_row(case, snap, want):
+    assert_row(broken_build, snap, want)
+
+
+# ----------------------------------------------------------------- sm_120 kernels
+def _sm120(fv: str, name: str, severity: str = "warning") -> list[tuple]:
+    return [
+        (
+            "FA_BLACKWELL_SM120_KERNELS",
+            severity,
+            f"flash-attn {fv}",
+            name,
+            '"flash-attn>=2.8.3.post1"',
+        )
+    ]
+
+
+def _sm120_snap(fv: str, gpus: list, plan: dict | None) -> dict:
+    snap: dict = {"gpus": gpus, "packages": {"flash-attn": {"version": fv}}}
+    if plan is not None:
+        snap["plan"] = plan
+    return snap
+
+
+SM120_ROWS = [
+    ("2.8.3 on an RTX 5090", "2.8.3", [RTX5090], None, _sm120("2.8.3", RTX5090["name"])),
+    ("2.8.3.post1: at the line", "2.8.3.post1", [RTX5090], None, []),
+    ("2.8.4", "2.8.4", [RTX5090], None, []),
+    (
+        "2.7.4.post1 on a GB10 (cc 12.1)",
+        "2.7.4.post1",
+        [GB10],
+        None,
+        _sm120("2.7.4.post1", GB10["name"]),
+    ),
+    ("the plan asks for FA2", "2.8.3", [RTX5090], FA2, _sm120("2.8.3", RTX5090["name"], "error")),
+    ("the plan asks for sdpa", "2.8.3", [RTX5090], _plan("sdpa"), _sm120("2.8.3", RTX5090["name"])),
+    ("B200 (cc 10.0)", "2.8.3", [B200], None, []),
+    ("a cc 13 GPU", "2.8.3", [{"name": "NVIDIA Next", "compute_capability": "13.0"}], None, []),
+    ("no cc", "2.8.3", [NO_CC], None, []),
+    ("named once for two", "2.8.3", [H100, GB10, RTX5090], None, _sm120("2.8.3", GB10["name"])),
+]
+
+
+@pytest.mark.parametrize(
+    ("case", "fv", "gpus", "plan", "want"), SM120_ROWS, ids=[r[0] for r in SM120_ROWS]
+)
+def test_blackwell_kernels_row(case, fv, gpus, plan, want):
+    assert_row(blackwell_kernels, _sm120_snap(fv, gpus, plan), want)
+
+
+def test_blackwell_kernels_needs_flash_attn():
+    assert_row(blackwell_kernels, {"gpus": [RTX5090], "packages": {"flash-attn": None}}, [])
+    assert_row(blackwell_kernels, {"gpus": [RTX5090]}, [])
+
+
+SNAPSHOTS = [
+    *[(r[0], r[1]) for r in URL_ROWS + INSTALL_ROWS + BUILD_ROWS + BROKEN_ROWS],
+    *[
+        (c, {**machine(), "gpus": gpus, "packages": INSTALLED, "plan": _plan(impl)})
+        for c, impl, gpus, _ in GPU_ROWS
+    ],
+    *[(c, _sm120_snap(fv, gpus, plan)) for c, fv, gpus, plan, _ in SM120_ROWS],
+]

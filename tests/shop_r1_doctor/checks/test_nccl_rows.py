@@ -1,5 +1,6 @@
-"""Decision rows for the NCCL checks (shop_r1_doctor/checks/nccl.py), each with its exact
-findings (code, severity, title, detail, fix).
+"""Decision rows for the NCCL checks (shop_r1_doctor/checks/nccl.py): each row's codes,
+severities and the facts its findings must name; the wording is in
+tests/fixtures/golden/checks/nccl.txt.
 
 Worked out by hand:
 - processes in play = max(plan num_processes, plan vllm_tensor_parallel_size), 1 when
@@ -16,6 +17,7 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
+from check_wording import assert_row
 from machines import machine_snapshot
 
 from shop_r1_doctor.checks.nccl import (
@@ -27,8 +29,6 @@ from shop_r1_doctor.checks.nccl import (
     nccl_windows,
     wsl_multi_gpu,
 )
-from shop_r1_doctor.facts import Facts
-from shop_r1_doctor.knowledge import load_codes
 
 GIB = 1024**3
 H200 = machine_snapshot("h200x2")  # 2x H200 in docker, torch 2.11.0+cu130, NCCL 2.28.9
@@ -38,27 +38,7 @@ RTX4090x3 = [{**RTX4090, "index": i} for i in range(3)]
 RTX5090 = {"index": 1, "name": "NVIDIA GeForce RTX 5090", "compute_capability": "12.0"}
 
 
-def _all(check, snap: dict) -> list[tuple[str, str, str, str, str]]:
-    return [(f.code, f.severity, f.title, f.detail, f.fix) for f in check(Facts(snap))]
-
-
-def _fix(code: str) -> str:
-    return load_codes()[code].fix
-
-
 # ----------------------------------------------------------------- NCCL libraries
-DUP_DETAIL = (
-    "Only one libnccl.so.2 gets loaded; torch may get the other one and fail with "
-    "'undefined symbol: ncclCommRegister' (or similar)."
-)
-PIN_DETAIL = (
-    "Another install (vLLM, deepspeed, a requirements.txt frozen elsewhere) replaced torch's "
-    "NCCL: 'libtorch_cuda.so: undefined symbol: nccl...'."
-)
-LD_DETAIL = (
-    "A system libnccl loaded instead of the one torch was built with gives undefined-symbol "
-    "errors or hangs."
-)
 TORCH_REQ = H200["packages"]["torch"]["requires"]  # ... 'nvidia-nccl-cu13==2.28.9' ...
 
 
@@ -75,31 +55,28 @@ def _pin(installed: str, req: str = "nvidia-nccl-cu13==2.28.9") -> tuple:
     return (
         "NCCL_LIB_SYMBOL_MISMATCH",
         "error",
-        f"torch 2.11.0+cu130 pins {req}; nvidia-nccl-cu13 {installed} is installed",
-        PIN_DETAIL,
+        f"torch 2.11.0+cu130 pins {req}",
+        f"nvidia-nccl-cu13 {installed}",
         f'/opt/torch/.venv/bin/python3 -m pip install "{req}"',
     )
 
 
 def _ld(where: str) -> tuple:
+    return ("NCCL_LD_LIBRARY_PATH_OVERRIDE", "warning", f"puts {where} ahead", f"remove {where}")
+
+
+def _two(cu12: str, cu13: str) -> tuple:
     return (
-        "NCCL_LD_LIBRARY_PATH_OVERRIDE",
-        "warning",
-        f"LD_LIBRARY_PATH puts {where} ahead of torch's NCCL",
-        LD_DETAIL,
-        f"remove {where} from LD_LIBRARY_PATH",
+        "NCCL_LIB_SYMBOL_MISMATCH",
+        "error",
+        "2 NCCL wheels",
+        f"nvidia-nccl-cu12 {cu12}, nvidia-nccl-cu13 {cu13}",
+        "pip uninstall -y nvidia-nccl-cu12 nvidia-nccl-cu13",
+        "--force-reinstall torch",
     )
 
 
-TWO_WHEELS = (
-    "NCCL_LIB_SYMBOL_MISMATCH",
-    "error",
-    "2 NCCL wheels installed side by side: nvidia-nccl-cu12 2.27.3, nvidia-nccl-cu13 2.28.9",
-    DUP_DETAIL,
-    "/opt/torch/.venv/bin/python3 -m pip uninstall -y nvidia-nccl-cu12 nvidia-nccl-cu13 && /opt/torch/.venv/bin/python3 -m pip install --force-reinstall torch "
-    "(reinstalls torch's own NCCL pin)",
-)
-
+TWO_WHEELS = _two("2.27.3", "2.28.9")
 DIST_ROWS = [
     ("the H200 box as recorded", H200, []),
     ("torch's pin, installed", _dists(nvidia_nccl_cu13="2.28.9"), []),
@@ -146,14 +123,7 @@ DIST_ROWS = [
     (
         "two wheels and neither pinned version: one finding, not three",
         _dists(nvidia_nccl_cu12="2.27.3", nvidia_nccl_cu13="2.27.3"),
-        [
-            (
-                *TWO_WHEELS[:2],
-                "2 NCCL wheels installed side by side: nvidia-nccl-cu12 2.27.3, "
-                "nvidia-nccl-cu13 2.27.3",
-                *TWO_WHEELS[3:],
-            )
-        ],
+        [_two("2.27.3", "2.27.3")],
     ),
     # LD_LIBRARY_PATH: the image's /usr/local/nvidia/lib64 holds no NCCL
     (
@@ -187,13 +157,10 @@ DIST_ROWS = [
 
 @pytest.mark.parametrize(("case", "snap", "want"), DIST_ROWS, ids=[r[0] for r in DIST_ROWS])
 def test_nccl_dists_row(case, snap, want):
-    assert _all(nccl_dists, snap) == want
+    assert_row(nccl_dists, snap, want)
 
 
 # ----------------------------------------------------------------- how many processes: Windows
-WIN_TITLE = "multi-GPU training on Windows: torch for Windows has no NCCL"
-WIN_DETAIL = "'Distributed package doesn't have NCCL built in'."
-WIN_FIX = "one process (num_processes: 1), gloo backend, or WSL2/Linux for several GPUs"
 WIN = {"os": "windows"}
 
 WINDOWS_ROWS = [
@@ -235,14 +202,11 @@ WINDOWS_ROWS = [
     ("case", "snap", "severity"), WINDOWS_ROWS, ids=[r[0] for r in WINDOWS_ROWS]
 )
 def test_nccl_windows_row(case, snap, severity):
-    want = (
-        [("NCCL_MISSING_ON_WINDOWS", severity, WIN_TITLE, WIN_DETAIL, WIN_FIX)] if severity else []
-    )
-    assert _all(nccl_windows, snap) == want
+    want = [("NCCL_MISSING_ON_WINDOWS", severity, "Windows", "num_processes: 1")]
+    assert_row(nccl_windows, snap, want if severity else [])
 
 
 # ----------------------------------------------------------------- WSL
-WSL_DETAIL = "Multi-GPU NCCL in WSL2 is limited: 'ncclUnhandledCudaError'."
 WSL_ROWS = [
     (
         "2 processes",
@@ -272,28 +236,16 @@ WSL_ROWS = [
 
 @pytest.mark.parametrize(("case", "snap", "title"), WSL_ROWS, ids=[r[0] for r in WSL_ROWS])
 def test_wsl_multi_gpu_row(case, snap, title):
-    want = [("WSL_MULTI_GPU_NCCL", "warning", title, WSL_DETAIL, _fix("WSL_MULTI_GPU_NCCL"))]
-    assert _all(wsl_multi_gpu, snap) == (want if title else [])
+    assert_row(wsl_multi_gpu, snap, [("WSL_MULTI_GPU_NCCL", "warning", title)] if title else [])
 
 
 # ----------------------------------------------------------------- /dev/shm in a container
-SHM_DETAIL = (
-    "'Error while creating shared memory segment /dev/shm/nccl-...' / 'No space left on device'."
-)
-
-
 def _shm(shm: Any, container: Any = "docker", **snap: Any) -> dict:
     return {**H200, "host": {**H200["host"], "shm_bytes": shm, "container": container}, **snap}
 
 
 def _shm_finding(mib: int, container: str = "docker") -> tuple:
-    return (
-        "NCCL_DOCKER_SHM_TOO_SMALL",
-        "error",
-        f"/dev/shm is {mib} MiB in this {container} container; NCCL needs more for several GPUs",
-        SHM_DETAIL,
-        _fix("NCCL_DOCKER_SHM_TOO_SMALL"),
-    )
+    return ("NCCL_DOCKER_SHM_TOO_SMALL", "error", f"/dev/shm is {mib} MiB in this {container}")
 
 
 SHM_ROWS = [
@@ -312,23 +264,12 @@ SHM_ROWS = [
 
 @pytest.mark.parametrize(("case", "snap", "want"), SHM_ROWS, ids=[r[0] for r in SHM_ROWS])
 def test_docker_shm_row(case, snap, want):
-    assert _all(docker_shm, snap) == want
+    assert_row(docker_shm, snap, want)
 
 
 # ----------------------------------------------------------------- GeForce P2P
-P2P_DETAIL = "all_reduce hangs over the broken P2P paths of GeForce cards."
-
-
 def _p2p(title: str) -> list[tuple]:
-    return [
-        (
-            "NCCL_P2P_HANG_CONSUMER_GPUS",
-            "warning",
-            f"{title} with NCCL P2P enabled",
-            P2P_DETAIL,
-            _fix("NCCL_P2P_HANG_CONSUMER_GPUS"),
-        )
-    ]
+    return [("NCCL_P2P_HANG_CONSUMER_GPUS", "warning", f"{title} with NCCL P2P enabled")]
 
 
 P2P_ROWS = [
@@ -380,28 +321,17 @@ P2P_ROWS = [
 
 @pytest.mark.parametrize(("case", "snap", "want"), P2P_ROWS, ids=[r[0] for r in P2P_ROWS])
 def test_consumer_p2p_row(case, snap, want):
-    assert _all(consumer_p2p, snap) == want
+    assert_row(consumer_p2p, snap, want)
 
 
 # ----------------------------------------------------------------- InfiniBand
-IB_DETAIL = "'NCCL WARN Call to ibv_create_qp failed'."
-
-
 def _ib(ib: Any, env: dict | None = None, **snap: Any) -> dict:
     host = {**H200["host"], "infiniband": ib}
     return {**H200, "host": host, "env": {**H200["env"], **(env or {})}, **snap}
 
 
 def _ib_finding(why: str) -> list[tuple]:
-    return [
-        (
-            "NCCL_IB_UNUSABLE",
-            "warning",
-            f"InfiniBand devices are listed but unusable ({why})",
-            IB_DETAIL,
-            _fix("NCCL_IB_UNUSABLE"),
-        )
-    ]
+    return [("NCCL_IB_UNUSABLE", "warning", f"({why})")]
 
 
 HCA = {"sys_devices": ["mlx5_0", "mlx5_1"], "dev_present": True, "memlock_bytes": -1}
@@ -442,24 +372,15 @@ IB_ROWS = [
 
 @pytest.mark.parametrize(("case", "snap", "want"), IB_ROWS, ids=[r[0] for r in IB_ROWS])
 def test_infiniband_row(case, snap, want):
-    assert _all(infiniband, snap) == want
+    assert_row(infiniband, snap, want)
 
 
 # ----------------------------------------------------------------- NCCL cuMem and the vLLM server
 SERVER = {"use_vllm": True, "vllm_mode": "server"}
-CUMEM_DETAIL = "vLLM workers run with NCCL_CUMEM_ENABLE=0; both sides must agree."
 
 
 def _cumem(nccl: str, env: str = "NCCL_CUMEM_ENABLE unset") -> list[tuple]:
-    return [
-        (
-            "NCCL_CUMEM_WEIGHT_SYNC_MISMATCH",
-            "warning",
-            f"NCCL {nccl} (< 2.22.3) for trainer -> vLLM weight sync with {env}",
-            CUMEM_DETAIL,
-            _fix("NCCL_CUMEM_WEIGHT_SYNC_MISMATCH"),
-        )
-    ]
+    return [("NCCL_CUMEM_WEIGHT_SYNC_MISMATCH", "warning", f"NCCL {nccl} (< 2.22.3)", env)]
 
 
 def _torch(
@@ -509,4 +430,10 @@ CUMEM_ROWS = [
 
 @pytest.mark.parametrize(("case", "snap", "want"), CUMEM_ROWS, ids=[r[0] for r in CUMEM_ROWS])
 def test_cumem_weight_sync_row(case, snap, want):
-    assert _all(cumem_weight_sync, snap) == want
+    assert_row(cumem_weight_sync, snap, want)
+
+
+SNAPSHOTS = [
+    (r[0], r[1])
+    for r in DIST_ROWS + WINDOWS_ROWS + WSL_ROWS + SHM_ROWS + P2P_ROWS + IB_ROWS + CUMEM_ROWS
+]
