@@ -1,6 +1,7 @@
 """How much of what the frameworks print about their environment the log signatures read.
 
     python benchmarks/signature_coverage.py [--json] [--uncovered N] [--package PKG]
+        [--likely-only] [--rev REV]   # REV: measure that commit's log_signatures.yaml
 
 Every message kept in shop_r1_doctor/knowledge/framework_messages/ (the raise, warning and
 log sites of the stack, extracted by scripts/extract_messages.py) whose family is one the
@@ -8,7 +9,7 @@ doctor diagnoses (ENV_FAMILIES) is rendered the way a log would show it: its exc
 class in front for a raise, each `{}` filled with a plausible value (a port after "port",
 a version after "version", a number, a device, a path). It is covered when a signature of
 knowledge/log_signatures.yaml finds it (its pattern in one of those renderings, or the
-message in the signature's own example line: `FrameworkMessage.read_by`).
+whole message in the signature's own example line).
 
 Figures printed: coverage per family and per package, over all of those messages and over
 the likely ones (a raise/error, naming an environment fact, not reading as the caller's
@@ -25,6 +26,7 @@ import json
 import re
 import subprocess
 import sys
+import tempfile
 from collections import defaultdict
 from collections.abc import Iterable
 from dataclasses import dataclass
@@ -41,7 +43,11 @@ from shop_r1_doctor.framework_messages import (  # noqa: E402
     kept_versions,
     load_messages,
 )
-from shop_r1_doctor.logscan import Signature, load_signatures  # noqa: E402
+from shop_r1_doctor.logscan import (  # noqa: E402
+    Signature,
+    load_signatures,
+    load_signatures_file,
+)
 
 # The families the doctor diagnoses (knowledge/message_families.yaml): the environment's
 # causes. Not launch/paths/tokenizer/numerics/precision alone: those are mostly the
@@ -135,10 +141,12 @@ def readers(msg: FrameworkMessage, signatures: Iterable[Signature]) -> list[str]
     """Ids of the signatures that read `msg` (the `when`/`unless` evidence is the log's,
     not the message's: left out here)."""
     texts = _renderings(msg)
+    # Not `read_by`'s first-part rule (`heads`): a signature whose example starts like
+    # a message would count every message sharing that start.
     return [
         s.id
         for s in signatures
-        if any(s.pattern.search(t) for t in texts) or msg.read_by(s.pattern, s.example)
+        if any(s.pattern.search(t) for t in texts) or msg.regex.search(s.example)
     ]
 
 
@@ -197,7 +205,7 @@ def _figure(rows: list[Row]) -> dict[str, Any]:
     return {"messages": n, "covered": c, "coverage": round(c / n, 4) if n else None}
 
 
-def summary(rows: list[Row]) -> dict[str, Any]:
+def summary(rows: list[Row], signatures: int) -> dict[str, Any]:
     by_family: dict[str, list[Row]] = defaultdict(list)
     by_package: dict[str, list[Row]] = defaultdict(list)
     for r in rows:
@@ -213,7 +221,7 @@ def summary(rows: list[Row]) -> dict[str, Any]:
         "schema": "shop-r1.signature-coverage/1",
         "commit": _commit(),
         "env_families": list(ENV_FAMILIES),
-        "signatures": len(load_signatures()),
+        "signatures": signatures,
         "all": _figure(rows),
         "likely": _figure(like),
         "by_family": {f: both(by_family[f]) for f in ENV_FAMILIES if by_family[f]},
@@ -238,6 +246,21 @@ def _commit() -> str | None:
     return (head + ("+dirty" if dirty else "")) or None
 
 
+def _signatures_at(rev: str) -> tuple[Signature, ...]:
+    """log_signatures.yaml as of commit `rev` (the framework messages stay this checkout's)."""
+    text = subprocess.run(
+        ["git", "show", f"{rev}:shop_r1_doctor/knowledge/log_signatures.yaml"],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        check=True,
+    ).stdout
+    with tempfile.TemporaryDirectory() as tmp:
+        path = Path(tmp) / "log_signatures.yaml"
+        path.write_text(text, encoding="utf-8")
+        return load_signatures_file(path)
+
+
 def ranked_uncovered(rows: list[Row]) -> list[Row]:
     return sorted(
         (r for r in rows if not r.covered),
@@ -257,9 +280,13 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--uncovered", type=int, default=40, help="how many uncovered to list")
     ap.add_argument("--package", help="list only this package's uncovered messages")
     ap.add_argument("--likely-only", action="store_true", help="list only likely messages")
+    ap.add_argument("--rev", help="measure the signatures of this git commit instead")
     args = ap.parse_args(argv)
-    rows = measure()
-    figs = summary(rows)
+    sigs = load_signatures() if args.rev is None else _signatures_at(args.rev)
+    rows = measure(sigs)
+    figs = summary(rows, len(sigs))
+    if args.rev is not None:
+        figs["commit"] = args.rev
     if args.json:
         print(json.dumps(figs, indent=2))
         return 0
