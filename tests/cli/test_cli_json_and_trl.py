@@ -152,8 +152,13 @@ def test_help_and_version(flag: str) -> None:
     assert run("--version").stdout.startswith("shop-r1 ")
 
 
-# `name=value` in a fix that belongs to another tool (vLLM, Megatron, Ray), not to `--set`
-OTHER_TOOLS = {"attention_backend", "gradient_accumulation_fusion", "include_dashboard"}
+# `name=value` in a fix that belongs to another tool (vLLM, Megatron, Ray, torch's TCPStore), not to `--set`
+OTHER_TOOLS = {
+    "attention_backend",
+    "gradient_accumulation_fusion",
+    "include_dashboard",
+    "use_libuv",
+}
 
 
 def test_every_fix_setting_is_accepted_by_set() -> None:
