@@ -9,7 +9,9 @@ from __future__ import annotations
 
 import hashlib
 import inspect
+import sys
 import warnings
+from collections.abc import MutableMapping
 from dataclasses import dataclass
 from typing import Any
 
@@ -163,7 +165,37 @@ def liger_kwargs(enabled: bool) -> dict[str, Any]:
     warnings.filterwarnings(
         "ignore", message=r"`use_liger_kernel=True` is deprecated", category=FutureWarning
     )
+    pin_liger_triton()
     return {"use_liger_kernel": True}
+
+
+def pin_liger_triton(environ: MutableMapping[str, str] | None = None) -> dict[str, str]:
+    """Keep Liger's RoPE, RMSNorm and SwiGLU on its Triton kernels. Liger 0.8.5's
+    dispatcher takes its CuTe DSL kernels whenever `cutlass.cute` imports (vLLM brings
+    nvidia-cutlass-dsl); on packed rows its RoPE cost 2.1 s of host time per step and SFT
+    ran 3.9x slower at the 1.5B shape on an H100 (the doctor's LIGER_CUTEDSL_AUTOSELECTED).
+    The per-op variables are Liger's own switch, read at each dispatch; a choice already
+    in the environment is kept. Returns what was set."""
+    import os
+    from importlib import metadata
+
+    from shop_r1_doctor.api import liger_triton_pins
+
+    env = os.environ if environ is None else environ
+    try:
+        version: str | None = metadata.version("liger-kernel")
+    except metadata.PackageNotFoundError:
+        version = None
+    pins = liger_triton_pins(version, env)
+    env.update(pins)
+    if pins:
+        print(
+            "shop-r1: Liger kernels kept on Triton ("
+            + " ".join(f"{k}={v}" for k, v in pins.items())
+            + "): its CuTe DSL RoPE measured 3.9x slower on packed rows",
+            file=sys.stderr,
+        )
+    return pins
 
 
 def guard_padded_logps(trainer: Any) -> bool:

@@ -9,7 +9,7 @@ redaction) are imported when called, so `import shop_r1_doctor.api` stays cheap.
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from pathlib import Path
 from typing import IO, Any
 
@@ -71,6 +71,7 @@ __all__ = [
     "grpo_batch",
     "grpo_generation_unit",
     "grpo_vllm_speedup",
+    "liger_triton_pins",
     "load_snapshot",
     "parse_version",
     "peak_flops",
@@ -161,6 +162,26 @@ def peak_flops(gpu_name: str | None, dtype: str = "bf16") -> float | None:
 
     info = gpu_info(gpu_name)
     return info.peak_flops(dtype) if info else None
+
+
+def liger_triton_pins(liger_version: str | None, environ: Mapping[str, str]) -> dict[str, str]:
+    """The per-op variables that keep Liger's kernels on Triton (knowledge/compat.yaml's
+    `liger_cutedsl`): empty outside the Liger versions whose dispatcher prefers CuTe DSL,
+    or when the environment already chooses an implementation."""
+    from packaging.version import InvalidVersion, Version
+
+    from shop_r1_doctor.knowledge import load_compat
+
+    rule = load_compat().liger_cutedsl
+    try:
+        if liger_version is None or not rule.liger.contains(Version(liger_version), True):
+            return {}
+    except InvalidVersion:
+        return {}
+    pins = rule.env()
+    if any(environ.get(k) for k in ("LIGER_KERNEL_IMPL", "LIGER_KERNEL_BACKEND", *pins)):
+        return {}
+    return pins
 
 
 def redact_text(text: str) -> str:

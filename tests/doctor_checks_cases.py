@@ -488,6 +488,10 @@ CASES: list[tuple[str, dict[str, Any]]] = [
         {**WIN, "packages": {"triton": None}, "plan": {"torch_compile": True}},
     ),
     ("HF_XET_DOWNLOAD_STALL", {"packages": {"hf-xet": pkg("1.1.5")}}),
+    (
+        "LIGER_CUTEDSL_AUTOSELECTED",
+        {"packages": {"liger-kernel": pkg("0.8.5"), "nvidia-cutlass-dsl": pkg("4.4.2")}},
+    ),
     ("RAY_WINDOWS_AGENT_CRASH", {**WIN, "ray": {"version": "2.51.1", "cluster": "none"}}),
     (
         "RAY_OBJECT_STORE_SMALL_SHM",

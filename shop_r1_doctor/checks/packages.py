@@ -20,6 +20,7 @@ from packaging.utils import canonicalize_name
 from packaging.version import Version
 
 from shop_r1_doctor.checks._base import (
+    env_set,
     finding,
     torch_version,
 )
@@ -204,4 +205,30 @@ def megatron_fusion(facts: Facts) -> Iterator[Finding]:
     )
 
 
-CHECKS = (requirement_conflicts, numpy2, megatron_fusion)
+def liger_cutedsl(facts: Facts) -> Iterator[Finding]:
+    """Liger's dispatcher takes its CuTe DSL kernels once `cutlass.cute` imports (vLLM
+    brings nvidia-cutlass-dsl); measured several times slower on packed rows of varying
+    length. Pinning the ops to Triton per op is Liger's own switch."""
+    rule = load_compat().liger_cutedsl
+    liger = facts.version("liger-kernel")
+    dsl = facts.version(rule.dsl_package)
+    if liger is None or dsl is None or not rule.liger.contains(liger, prereleases=True):
+        return
+    if facts.plan.use_liger_kernel is False:
+        return
+    pins = rule.env()
+    chosen = ["LIGER_KERNEL_IMPL", "LIGER_KERNEL_BACKEND", *pins]
+    if any(env_set(facts, name) is not False for name in chosen):
+        return  # the user chose an implementation, or the environment was not probed
+    yield finding(
+        "LIGER_CUTEDSL_AUTOSELECTED",
+        f"liger-kernel {liger} runs its CuTe DSL kernels because {rule.dsl_package} {dsl} is "
+        "installed",
+        detail=f"{rule.measured}. {rule.source}",
+        fix="export "
+        + " ".join(f"{k}={v}" for k, v in pins.items())
+        + "  (shop-r1 train sets these itself)",
+    )
+
+
+CHECKS = (requirement_conflicts, numpy2, megatron_fusion, liger_cutedsl)

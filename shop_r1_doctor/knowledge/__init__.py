@@ -191,6 +191,22 @@ class HfXet(Contract, frozen=True):
     source: str
 
 
+class LigerDsl(Contract, frozen=True):
+    """Liger versions whose kernel dispatcher prefers CuTe DSL kernels over Triton as soon
+    as `dsl_package` imports, the ops to pin back, and what that costs where measured."""
+
+    liger: SpecifierSet
+    dsl_package: str
+    ops: tuple[str, ...]
+    impl: str
+    measured: str
+    source: str
+
+    def env(self) -> dict[str, str]:
+        """The per-op variables that pin `ops` to `impl` (Liger's dispatcher reads them)."""
+        return {f"LIGER_KERNEL_IMPL_{op.upper()}": self.impl for op in self.ops}
+
+
 class Compat(Contract, frozen=True):
     schema: Literal["shop-r1.compat/1"]
     driver_min: tuple[DriverMin, ...]
@@ -212,6 +228,7 @@ class Compat(Contract, frozen=True):
     nvcc_min_for_arch: tuple[NvccRow, ...]
     numpy2: Numpy2
     hf_xet: HfXet
+    liger_cutedsl: LigerDsl
     as_of: str = ""
 
     @property

@@ -41,6 +41,7 @@ PREFIXES = (
     "MASTER_",
     "SLURM_",
     "UV_",
+    "LIGER_",
 )
 NAMES = frozenset(
     {
