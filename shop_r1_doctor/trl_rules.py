@@ -7,7 +7,8 @@ rules, so a plan the trainer writes passes the doctor's checks and TRL's own
 - generation batch, when neither is set: per_device_train_batch_size x num_processes x
   steps_per_generation, steps_per_generation defaulting to gradient_accumulation_steps;
 - a set generation_batch_size must be a multiple of the global batch (per-device x
-  processes), and steps_per_generation and generation_batch_size exclude each other;
+  processes), and steps_per_generation and generation_batch_size exclude each other
+  (GRPOConfig raises on either: `GrpoBatch.refused`);
 - the generation batch must hold whole groups: divisible by num_generations (>= 2);
 - TRL's RepeatSampler drops an incomplete generation batch: fewer prompts than
   generation batch / num_generations trains zero steps. SFT: fewer rows than one effective
@@ -39,6 +40,9 @@ class GrpoBatch:
     num_generations: int
     how: str  # in words, for findings and decision notes
     explicit: bool  # generation_batch_size was given
+    global_micro: int  # per-device x processes: one micro batch of every process
+    # why GRPOConfig.__post_init__ raises on the sizes themselves (None: it accepts them)
+    refused: Literal["both_set", "not_global_multiple"] | None = None
 
     @property
     def whole_groups(self) -> bool:
@@ -59,21 +63,34 @@ def grpo_batch(
     generation_batch_size: int | None = None,
     num_generations: int | None = None,
 ) -> GrpoBatch:
-    """TRL's generation batch from what a plan says (None = TRL's default)."""
+    """TRL's generation batch from what a plan says (None = TRL's default), and whether
+    GRPOConfig refuses the sizes: both generation_batch_size and steps_per_generation
+    set, or a generation_batch_size that is not a multiple of per-device x processes."""
     gens = num_generations or TRL_DEFAULTS["num_generations"]
-    if generation_batch_size:
-        return GrpoBatch(
-            generation_batch_size, gens, f"generation_batch_size={generation_batch_size}", True
-        )
     procs = num_processes or TRL_DEFAULTS["num_processes"]
     per = per_device or TRL_DEFAULTS["per_device_train_batch_size"]
+    global_micro = per * procs
+    if generation_batch_size:
+        refused: Literal["both_set", "not_global_multiple"] | None = None
+        if steps_per_generation:
+            refused = "both_set"
+        elif generation_batch_size % global_micro:
+            refused = "not_global_multiple"
+        return GrpoBatch(
+            generation_batch_size,
+            gens,
+            f"generation_batch_size={generation_batch_size}",
+            True,
+            global_micro,
+            refused,
+        )
     steps = (
         steps_per_generation
         or gradient_accumulation_steps
         or TRL_DEFAULTS["gradient_accumulation_steps"]
     )
     how = f"{procs} process(es) x per_device_train_batch_size {per} x steps_per_generation {steps}"
-    return GrpoBatch(procs * per * steps, gens, how, False)
+    return GrpoBatch(global_micro * steps, gens, how, False, global_micro)
 
 
 # GRPOConfig's vLLM fields by the mode they apply in (trl/generation/vllm_generation.py,

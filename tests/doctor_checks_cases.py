@@ -336,6 +336,14 @@ CASES: list[tuple[str, dict[str, Any]]] = [
     ),
     ("TRL_GRPO_BATCH_NOT_DIVISIBLE", {"plan": {**GRPO, "num_generations": 1}}),
     (
+        "TRL_GRPO_GENERATION_BATCH_REFUSED",
+        {"plan": {**GRPO, "generation_batch_size": 16, "steps_per_generation": 2}},
+    ),
+    (
+        "TRL_GRPO_GENERATION_BATCH_REFUSED",
+        {"plan": {**GRPO, "generation_batch_size": 12, "per_device_train_batch_size": 8}},
+    ),
+    (
         "TRAINER_ZERO_STEPS_TINY_DATASET",
         {
             "plan": {

@@ -30,6 +30,8 @@ from shop_r1_doctor.trl_rules import (
     TRL_DEFAULTS,
     GrpoBatch,
     grpo_batch,
+    grpo_generation_unit,
+    round_up_to,
     sft_effective_batch,
     steps_multiple_for,
     valid_num_generations,
@@ -138,6 +140,51 @@ def grpo_batch_divisible(facts: Facts) -> Iterator[Finding]:
         "generations per prompt': each prompt's group of completions must be complete.",
         fix="; ".join(fixes)
         or "num_generations: 2 or more, and a generation batch that it divides",
+    )
+
+
+def grpo_batch_refused(facts: Facts) -> Iterator[Finding]:
+    """The generation batch sizes GRPOConfig.__post_init__ raises on before any step."""
+    batch = _grpo_batch(facts)
+    if batch is None or batch.refused is None:
+        return
+    size, micro = batch.size, batch.global_micro
+    procs = facts.plan.num_processes or TRL_DEFAULTS["num_processes"]
+    per = facts.plan.per_device_train_batch_size or TRL_DEFAULTS["per_device_train_batch_size"]
+    global_batch = f"{micro} (per_device_train_batch_size {per} x {procs} process(es))"
+    if batch.refused == "both_set":
+        steps = facts.plan.steps_per_generation or 0
+        yield finding(
+            "TRL_GRPO_GENERATION_BATCH_REFUSED",
+            f"generation_batch_size {size} and steps_per_generation {steps} are both set",
+            detail="TRL's GRPOConfig raises \"'generation_batch_size' and "
+            "'steps_per_generation' can not be both configured at the same time\" before "
+            "the first step.",
+            fix=f"keep one: steps_per_generation: {steps} alone (a generation batch of "
+            f"{micro * steps} = {micro} x {steps})"
+            + (
+                f", or generation_batch_size: {size} alone (steps_per_generation {size // micro})"
+                if size % micro == 0
+                else ""
+            ),
+        )
+        return
+    # whole groups too, so the value does not trade this error for the divisibility one
+    unit = grpo_generation_unit(max(batch.num_generations, 1), procs, per)
+    below = size // unit * unit
+    values = [v for v in (below, round_up_to(size, unit)) if v > 0]
+    # or keep the size: the per-device batches whose global batch divides it (when the
+    # size holds whole groups; otherwise grpo_batch_divisible asks for another size too)
+    pers = [d for d in range(per - 1, 0, -1) if size % (d * procs) == 0][:3]
+    pers = pers if batch.whole_groups else []
+    yield finding(
+        "TRL_GRPO_GENERATION_BATCH_REFUSED",
+        f"generation_batch_size {size} is not a multiple of the global batch {global_batch}",
+        detail=f"TRL's GRPOConfig raises 'generation_batch_size ({size}) must be divisible by "
+        f"the global batch size ({micro}).' before the first step.",
+        fix=f"generation_batch_size: {' or '.join(map(str, values))} (multiples of {unit}: "
+        f"the global batch {micro} and whole groups of {batch.num_generations})"
+        + (f", or per_device_train_batch_size: {' or '.join(map(str, pers))}" if pers else ""),
     )
 
 
@@ -386,6 +433,7 @@ CHECKS = (
     liger_requested,
     self_certainty_group_scaled,
     grpo_batch_divisible,
+    grpo_batch_refused,
     tiny_dataset,
     rows_truncated,
     server_same_gpu,

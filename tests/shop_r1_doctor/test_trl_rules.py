@@ -132,3 +132,58 @@ def test_batch_arithmetic_counts_every_process():
     assert accumulation_steps(64, 8, 1) == 8
     assert accumulation_steps(64, 8, 4) == 2  # 16 rows per process
     assert accumulation_steps(64, 32, 4) == 1  # never below one
+
+
+# (per_device, steps_per_generation, generation_batch_size, num_generations): every way a
+# plan sizes the generation batch, at the edges of TRL's rules on one process
+GRPO_SIZES = [
+    (4, None, None, 2),
+    (4, 2, None, 4),
+    (4, None, 8, 4),  # a multiple of the global batch and of the group
+    (4, 2, 8, 4),  # both set: refused even though the sizes agree
+    (4, 1, 4, 2),
+    (4, None, 6, 2),  # not a multiple of the global batch 4
+    (4, None, 2, 2),  # smaller than one global batch
+    (3, None, 9, 3),
+    (3, None, 6, 4),  # a multiple of the global batch, not whole groups
+    (2, 3, None, 4),  # 6 completions, groups of 4
+    (4, None, None, 1),  # one completion per prompt
+]
+
+
+@pytest.mark.parametrize(("per_device", "steps", "gen_batch", "gens"), GRPO_SIZES)
+def test_refuses_what_trl_grpo_config_refuses(tmp_path, per_device, steps, gen_batch, gens):
+    trl = pytest.importorskip("trl")
+    kwargs = {"per_device_train_batch_size": per_device, "num_generations": gens}
+    if steps:
+        kwargs["steps_per_generation"] = steps
+    if gen_batch:
+        kwargs["generation_batch_size"] = gen_batch
+    try:
+        cfg = trl.GRPOConfig(output_dir=str(tmp_path), report_to=[], use_cpu=True, **kwargs)
+        trl_refuses = False
+    except ValueError:
+        trl_refuses = True
+        cfg = None
+    ours = grpo_batch(
+        num_processes=1,
+        per_device=per_device,
+        steps_per_generation=steps,
+        generation_batch_size=gen_batch,
+        num_generations=gens,
+    )
+    assert (ours.refused is not None or not ours.whole_groups) == trl_refuses
+    if cfg is not None:
+        assert cfg.world_size == 1 and ours.size == cfg.generation_batch_size
+
+
+def test_refusal_names_the_rule():
+    assert grpo_batch(generation_batch_size=16, steps_per_generation=2).refused == "both_set"
+    assert grpo_batch(generation_batch_size=12, per_device=8).refused == "not_global_multiple"
+    # the global batch counts every process: 16 is one micro batch of 8 on 1 process, not on 4
+    assert grpo_batch(generation_batch_size=16, per_device=4, num_processes=1).refused is None
+    assert (
+        grpo_batch(generation_batch_size=24, per_device=4, num_processes=4).refused
+        == "not_global_multiple"
+    )
+    assert grpo_batch(steps_per_generation=2).refused is None
