@@ -11,6 +11,7 @@ from pathlib import PurePosixPath
 from urllib.parse import urlsplit
 
 from shop_r1_doctor.checks._base import (
+    BUSY_FRACTION,
     bytes_gib,
     cc_text,
     env_set,
@@ -23,7 +24,7 @@ from shop_r1_doctor.checks._base import (
     visible_gpus,
     vllm_engines,
 )
-from shop_r1_doctor.facts import NOT_PROBED, Facts
+from shop_r1_doctor.facts import NOT_PROBED, Facts, GpuFacts, GpuProcess, shown
 from shop_r1_doctor.findings import Finding
 from shop_r1_doctor.target_python import pip_command
 from shop_r1_doctor.trl_rules import (
@@ -35,6 +36,7 @@ from shop_r1_doctor.trl_rules import (
     sft_effective_batch,
     steps_multiple_for,
     valid_num_generations,
+    vllm_layout,
 )
 
 LOCAL_HOSTS = ("localhost", "127.0.0.1", "::1")
@@ -253,12 +255,14 @@ SAME_GPU_DETAIL = (
 def server_same_gpu(facts: Facts) -> Iterator[Finding]:
     if not uses_vllm(facts) or facts.plan.vllm_mode != "server" or facts.listed_gpus is NOT_PROBED:
         return
+    host = facts.plan.vllm_server_host
+    url = facts.plan.vllm_server_base_url
+    if (url and not any(h in url for h in (*LOCAL_HOSTS, *BIND_ALL))) or (
+        not url and host and host not in (*LOCAL_HOSTS, *BIND_ALL)
+    ):
+        return  # a server on another machine takes none of this machine's GPUs
     gpus = visible_gpus(facts)
     procs = facts.plan.num_processes or 1
-    # A GPU the trainer does not use is left for the server: a spare visible one, or one
-    # that CUDA_VISIBLE_DEVICES hides from the trainer (how a launch script splits them:
-    # the trainer sees only GPU 1 while `trl vllm-serve` runs on GPU 0).
-    hidden = [g for g in facts.gpus if g not in gpus]
     if not gpus:
         return
     # A vLLM engine already on a GPU the trainer takes: the server was started there.
@@ -275,16 +279,49 @@ def server_same_gpu(facts: Facts) -> Iterator[Finding]:
                 "trainer's (a launch script does: shop-r1 launch grpo --gpus 2)",
             )
             return
-    if len(gpus) > procs or hidden:
+    # A GPU the trainer does not use is left for the server: a spare visible one, or one
+    # that CUDA_VISIBLE_DEVICES hides from the trainer (how a launch script splits them:
+    # the trainer sees only GPU 1 while `trl vllm-serve` runs on GPU 0), unless another
+    # program holds it. The count is the auto-configuration's rule (trl_rules.vllm_layout).
+    hidden = [g for g in facts.gpus if g not in gpus]
+    held = [(g, others) for g in hidden if (others := _held_by_others(g))]
+    free_hidden = len(hidden) - len(held)
+    if vllm_layout(gpus=len(gpus) + free_hidden, processes=procs).mode == "server":
         return
+    title = (
+        f"`trl vllm-serve` and {procs} training process(es) would share {gpu_names(gpus)} "
+        f"({len(gpus)} GPU visible)"
+    )
+    if held:
+        title += "; the GPU(s) CUDA_VISIBLE_DEVICES hides are held by other programs: " + (
+            ", ".join(f"GPU {gpu_index(g)} ({_pids(others)})" for g, others in held)
+        )
     yield finding(
         "TRL_SERVER_MODE_SAME_GPU",
-        f"`trl vllm-serve` and {procs} training process(es) would share {gpu_names(gpus)} "
-        f"({len(gpus)} GPU visible)",
+        title,
         detail=SAME_GPU_DETAIL,
         fix='vllm_mode: "colocate" (one GPU), or CUDA_VISIBLE_DEVICES=0 trl vllm-serve ... and '
-        "CUDA_VISIBLE_DEVICES=1 for the trainer",
+        "CUDA_VISIBLE_DEVICES=1 for the trainer"
+        + (" on GPUs no other program holds" if held else ""),
     )
+
+
+def _held_by_others(gpu: GpuFacts) -> list[GpuProcess]:
+    """The listed processes that hold more than BUSY_FRACTION of a GPU hidden from the
+    trainer: it is not free for the server. A vLLM engine there is the server itself;
+    memory in use with no process listed is not counted (the server may run in another
+    container, and a guess is no error)."""
+    if vllm_engines(gpu):
+        return []  # the server already runs there
+    total = gpu.memory_total_bytes
+    others = list(gpu.processes or ())
+    used = sum(p.used_bytes for p in others if isinstance(p.used_bytes, int))
+    busy = isinstance(total, int) and total > 0 and used > BUSY_FRACTION * total
+    return others if busy else []
+
+
+def _pids(procs: list[GpuProcess]) -> str:
+    return ", ".join(f"{shown(p.name, 'None')} pid {shown(p.pid, 'None')}" for p in procs)
 
 
 def server_unreachable(facts: Facts) -> Iterator[Finding]:
