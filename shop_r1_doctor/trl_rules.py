@@ -9,7 +9,9 @@ rules, so a plan the trainer writes passes the doctor's checks and TRL's own
 - a set generation_batch_size must be a multiple of the global batch (per-device x
   processes), and steps_per_generation and generation_batch_size exclude each other
   (GRPOConfig raises on either: `GrpoBatch.refused`);
-- the generation batch must hold whole groups: divisible by num_generations (>= 2);
+- the generation batch must hold whole groups: divisible by num_generations (>= 2); so
+  must the global eval batch when it evaluates (num_generations_eval, `grpo_eval_groups`);
+- auto_find_batch_size is refused (halving the batch on OOM would split groups);
 - TRL's RepeatSampler drops an incomplete generation batch: fewer prompts than
   generation batch / num_generations trains zero steps. SFT: fewer rows than one effective
   batch (per-device x processes x accumulation) likewise.
@@ -28,6 +30,7 @@ TRL_DEFAULTS = {
     "num_generations": 8,  # GRPOConfig.num_generations
     "per_device_train_batch_size": 8,  # TrainingArguments
     "gradient_accumulation_steps": 1,  # TrainingArguments
+    "per_device_eval_batch_size": 8,  # TrainingArguments
     "num_processes": 1,
 }
 
@@ -91,6 +94,26 @@ def grpo_batch(
     )
     how = f"{procs} process(es) x per_device_train_batch_size {per} x steps_per_generation {steps}"
     return GrpoBatch(global_micro * steps, gens, how, False, global_micro)
+
+
+def grpo_eval_groups(
+    *,
+    eval_strategy: str | None,
+    num_processes: int | None = None,
+    per_device_eval: int | None = None,
+    num_generations: int | None = None,
+    num_generations_eval: int | None = None,
+) -> tuple[int, int] | None:
+    """(global eval batch, completions per eval prompt) when GRPOConfig would refuse them:
+    with evaluation on (any eval_strategy but "no"; transformers then sets do_eval), the
+    global eval batch must be divisible by num_generations_eval (default num_generations).
+    None when it evaluates nothing or the batch holds whole groups."""
+    if eval_strategy in (None, "no"):
+        return None
+    procs = num_processes or TRL_DEFAULTS["num_processes"]
+    size = (per_device_eval or TRL_DEFAULTS["per_device_eval_batch_size"]) * procs
+    gens = num_generations_eval or num_generations or TRL_DEFAULTS["num_generations"]
+    return None if size % gens == 0 else (size, gens)
 
 
 # GRPOConfig's vLLM fields by the mode they apply in (trl/generation/vllm_generation.py,

@@ -31,6 +31,7 @@ from shop_r1_doctor.trl_rules import (
     TRL_DEFAULTS,
     GrpoBatch,
     grpo_batch,
+    grpo_eval_groups,
     grpo_generation_unit,
     round_up_to,
     sft_effective_batch,
@@ -146,7 +147,50 @@ def grpo_batch_divisible(facts: Facts) -> Iterator[Finding]:
 
 
 def grpo_batch_refused(facts: Facts) -> Iterator[Finding]:
-    """The generation batch sizes GRPOConfig.__post_init__ raises on before any step."""
+    """The batch settings GRPOConfig.__post_init__ raises on before any step (TRL 1.16)."""
+    if facts.plan.task != "grpo":
+        return
+    yield from _generation_batch_refused(facts)
+    yield from _eval_batch_refused(facts)
+    if facts.plan.auto_find_batch_size is True:
+        yield finding(
+            "TRL_GRPO_BATCH_REFUSED",
+            "auto_find_batch_size with GRPO: TRL's GRPOConfig refuses it",
+            detail="'auto_find_batch_size is not supported by GRPO': halving the batch on "
+            "out-of-memory would split the groups of num_generations completions.",
+            fix="auto_find_batch_size: false, and a smaller per_device_train_batch_size",
+        )
+
+
+def _eval_batch_refused(facts: Facts) -> Iterator[Finding]:
+    refused = grpo_eval_groups(
+        eval_strategy=facts.plan.eval_strategy,
+        num_processes=facts.plan.num_processes,
+        per_device_eval=facts.plan.per_device_eval_batch_size,
+        num_generations=facts.plan.num_generations,
+        num_generations_eval=facts.plan.num_generations_eval,
+    )
+    if refused is None:
+        return
+    size, gens = refused
+    procs = facts.plan.num_processes or TRL_DEFAULTS["num_processes"]
+    per = size // procs
+    step = steps_multiple_for(gens, procs)  # per-device eval batches that make whole groups
+    valid = [g for g in valid_num_generations(size) if g <= gens]
+    yield finding(
+        "TRL_GRPO_BATCH_REFUSED",
+        f"the global eval batch {size} (per_device_eval_batch_size {per} x {procs} "
+        f"process(es)) is not divisible by {gens} generations per eval prompt",
+        detail=f"TRL's GRPOConfig raises 'The global eval batch size ({per} * {procs}) must be "
+        f"divisible by the number of generations used for evaluation ({gens}).' before the "
+        f"first step (eval_strategy {facts.plan.eval_strategy}).",
+        fix=f"per_device_eval_batch_size: {step} or {2 * step} (a multiple of {step})"
+        + (f", or num_generations_eval: {' or '.join(map(str, valid[-2:]))}" if valid else "")
+        + ', or eval_strategy: "no"',
+    )
+
+
+def _generation_batch_refused(facts: Facts) -> Iterator[Finding]:
     batch = _grpo_batch(facts)
     if batch is None or batch.refused is None:
         return
@@ -157,7 +201,7 @@ def grpo_batch_refused(facts: Facts) -> Iterator[Finding]:
     if batch.refused == "both_set":
         steps = facts.plan.steps_per_generation or 0
         yield finding(
-            "TRL_GRPO_GENERATION_BATCH_REFUSED",
+            "TRL_GRPO_BATCH_REFUSED",
             f"generation_batch_size {size} and steps_per_generation {steps} are both set",
             detail="TRL's GRPOConfig raises \"'generation_batch_size' and "
             "'steps_per_generation' can not be both configured at the same time\" before "
@@ -180,7 +224,7 @@ def grpo_batch_refused(facts: Facts) -> Iterator[Finding]:
     pers = [d for d in range(per - 1, 0, -1) if size % (d * procs) == 0][:3]
     pers = pers if batch.whole_groups else []
     yield finding(
-        "TRL_GRPO_GENERATION_BATCH_REFUSED",
+        "TRL_GRPO_BATCH_REFUSED",
         f"generation_batch_size {size} is not a multiple of the global batch {global_batch}",
         detail=f"TRL's GRPOConfig raises 'generation_batch_size ({size}) must be divisible by "
         f"the global batch size ({micro}).' before the first step.",

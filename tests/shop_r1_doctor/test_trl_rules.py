@@ -11,6 +11,7 @@ from shop_r1_doctor.trl_rules import (
     accumulation_steps,
     effective_batch,
     grpo_batch,
+    grpo_eval_groups,
     grpo_generation_unit,
     sft_effective_batch,
     steps_multiple_for,
@@ -187,3 +188,59 @@ def test_refusal_names_the_rule():
         == "not_global_multiple"
     )
     assert grpo_batch(steps_per_generation=2).refused is None
+
+
+# (eval_strategy, per_device_eval_batch_size, num_generations, num_generations_eval)
+GRPO_EVAL = [
+    ("no", 3, 4, None),  # no evaluation: not checked
+    ("steps", 4, 4, None),
+    ("steps", 3, 4, None),  # 3 completions, groups of 4
+    ("epoch", 3, 2, 3),  # the eval group size wins over num_generations
+    ("steps", 8, 2, 3),
+    ("steps", None, 4, None),  # TRL's default eval batch 8
+    ("steps", None, 3, None),
+]
+
+
+@pytest.mark.parametrize(("strategy", "per_eval", "gens", "gens_eval"), GRPO_EVAL)
+def test_eval_groups_refused_as_trl_refuses(tmp_path, strategy, per_eval, gens, gens_eval):
+    trl = pytest.importorskip("trl")
+    kwargs = {"eval_strategy": strategy, "num_generations": gens, "generation_batch_size": 24}
+    if per_eval:
+        kwargs["per_device_eval_batch_size"] = per_eval
+    if gens_eval:
+        kwargs["num_generations_eval"] = gens_eval
+    try:
+        trl.GRPOConfig(output_dir=str(tmp_path), report_to=[], use_cpu=True, **kwargs)
+        trl_refuses = False
+    except ValueError as exc:
+        assert "eval" in str(exc)
+        trl_refuses = True
+    ours = grpo_eval_groups(
+        eval_strategy=strategy,
+        num_processes=1,
+        per_device_eval=per_eval,
+        num_generations=gens,
+        num_generations_eval=gens_eval,
+    )
+    assert (ours is not None) == trl_refuses
+
+
+def test_eval_batch_counts_every_process():
+    def groups(procs):
+        return grpo_eval_groups(
+            eval_strategy="steps", num_processes=procs, per_device_eval=2, num_generations=4
+        )
+
+    assert groups(2) is None and groups(1) == (2, 4)
+
+
+def test_trl_refuses_auto_find_batch_size_for_grpo(tmp_path):
+    """The rule the plan check reports as TRL_GRPO_BATCH_REFUSED; checked here so a TRL
+    that drops it shows up."""
+    trl = pytest.importorskip("trl")
+    with pytest.raises(ValueError, match="auto_find_batch_size"):
+        trl.GRPOConfig(output_dir=str(tmp_path), report_to=[], use_cpu=True,
+                       auto_find_batch_size=True)  # fmt: skip
+    plan = {"task": "grpo", "auto_find_batch_size": True}
+    assert "TRL_GRPO_BATCH_REFUSED" in {f.code for f in run_checks({"plan": plan})}

@@ -244,6 +244,40 @@ REFUSED_ROWS = [
         ["generation_batch_size: 12 or 24", "per_device_train_batch_size: 3 or 2 or 1"],
     ),
     ("SFT: no generation batch", {"task": "sft", "generation_batch_size": 12}, None),
+    # evaluation: the global eval batch holds whole groups of num_generations_eval
+    ("eval off: eval batch 3, groups of 4", _grpo(eval_strategy="no",
+     per_device_eval_batch_size=3, num_generations=4), None),
+    (
+        "eval every N steps: 1 x 3 completions, groups of 4",
+        _grpo(eval_strategy="steps", per_device_eval_batch_size=3, num_generations=4),
+        ["global eval batch 3", "4 generations per eval prompt",
+         "per_device_eval_batch_size: 4 or 8", 'eval_strategy: "no"'],
+    ),
+    (
+        "2 processes x 3 = 6, groups of 4: multiples of 2 per device",
+        _grpo(eval_strategy="epoch", per_device_eval_batch_size=3, num_processes=2,
+              num_generations=4),
+        ["global eval batch 6", "2 process(es)", "per_device_eval_batch_size: 2 or 4",
+         "num_generations_eval: 2 or 3"],
+    ),
+    ("2 processes x 2 = 4, groups of 4", _grpo(eval_strategy="steps",
+     per_device_eval_batch_size=2, num_processes=2, num_generations=4), None),
+    (
+        "num_generations_eval 3 instead of 4: TRL's default eval batch 8",
+        _grpo(eval_strategy="steps", num_generations=4, num_generations_eval=3),
+        ["global eval batch 8", "3 generations per eval prompt",
+         "per_device_eval_batch_size: 3 or 6", "num_generations_eval: 2"],
+    ),
+    ("num_generations_eval 2 divides 8", _grpo(eval_strategy="steps", num_generations=3,
+     num_generations_eval=2), None),
+    ("SFT evaluates in batches of any size", {"task": "sft", "eval_strategy": "steps",
+     "per_device_eval_batch_size": 3}, None),
+    (
+        "auto_find_batch_size with GRPO",
+        _grpo(auto_find_batch_size=True),
+        ["auto_find_batch_size: false"],
+    ),
+    ("auto_find_batch_size with SFT", {"task": "sft", "auto_find_batch_size": True}, None),
 ]  # fmt: skip
 
 
@@ -256,7 +290,7 @@ def test_grpo_batch_refused_rows(plan, names) -> None:
         assert got == []
         return
     (f,) = got
-    assert (f.code, f.severity) == ("TRL_GRPO_GENERATION_BATCH_REFUSED", "error")
+    assert (f.code, f.severity) == ("TRL_GRPO_BATCH_REFUSED", "error")
     assert facts_in(f, *names) == []
 
 

@@ -99,7 +99,7 @@ def test_plan_with_a_generation_batch_trl_refuses(tmp_path):
     result = invoke("--snapshot", H100, "--plan", str(plan), "--json")
     assert result.exit_code == 1, result.output
     found = {f["code"]: f for f in json.loads(result.stdout)["findings"]}
-    refused = found["TRL_GRPO_GENERATION_BATCH_REFUSED"]
+    refused = found["TRL_GRPO_BATCH_REFUSED"]
     assert refused["severity"] == "error" and "steps_per_generation: 2 alone" in refused["fix"]
 
 
