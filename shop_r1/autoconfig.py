@@ -335,10 +335,12 @@ def decide(
     completion_len: int | None = None,
     trl_fused_lm_head: bool = True,
     mean_tokens: float | None = None,
+    ray: bool = False,
 ) -> AutoPlan:
     """The settings for this run on this machine. `seq_len`: longest prompt+completion
     in tokens (SFT) or longest prompt (GRPO, completion_len added from the config);
-    `mean_tokens`: the rows' mean length (SFT; sizes token-budget micro batches)."""
+    `mean_tokens`: the rows' mean length (SFT; sizes token-budget micro batches); `ray`:
+    a Ray Train worker (Ray places the processes and starts no vLLM server)."""
     facts = Facts(snapshot)
     cuda = _cuda(facts)
     plan = AutoPlan(device="cuda" if cuda else "cpu")
@@ -358,7 +360,7 @@ def decide(
     plan.memory_budget_bytes = _memory_budget(facts, cfg, cuda)
     _choose_loader(facts, cuda, plan)
     if isinstance(cfg, GRPORunConfig):
-        _decide_grpo(facts, cfg, shape, plan, cuda, prompt_len=seq_len)
+        _decide_grpo(facts, cfg, shape, plan, cuda, prompt_len=seq_len, ray=ray)
     else:
         assert isinstance(cfg, SFTRunConfig)
         plan.seq_len = min(seq_len, cfg.max_length)
@@ -553,6 +555,7 @@ def _decide_grpo(
     cuda: bool,
     *,
     prompt_len: int,
+    ray: bool = False,
 ) -> None:
     n_gpus = int((facts.torch.device_count if facts.torch else None) or len(facts.gpus))
     vllm_ok = facts.import_ok("vllm")
@@ -578,8 +581,9 @@ def _decide_grpo(
     plan.seq_len = seq
     if plan.use_vllm:
         # the doctor's rule (trl_rules.vllm_layout), as `launch` applies it; GPUs torch
-        # cannot use are not spare
-        layout = vllm_layout(gpus=n_gpus if cuda else 0, processes=cfg.num_processes)
+        # cannot use are not spare. A Ray worker planning from a snapshot of the whole
+        # machine sees its spare GPUs too, but nothing starts a server under Ray.
+        layout = vllm_layout(gpus=n_gpus if cuda else 0, processes=cfg.num_processes, ray=ray)
         if cfg.vllm_mode != "auto":
             plan.vllm_mode, why = cfg.vllm_mode, "set in the config"
         else:
@@ -589,6 +593,8 @@ def _decide_grpo(
                 "one(s): `trl vllm-serve` there",
                 "nodes": f"{cfg.num_processes} processes > {n_gpus} GPU(s) here: the run spans "
                 "machines, each process colocates (a loopback server serves one machine)",
+                "ray": "Ray places the training workers and starts no `trl vllm-serve`: "
+                "each worker colocates",
             }.get(
                 layout.cause,
                 "one GPU per trainer: a server on the same GPU fails (NCCL 'Duplicate GPU')",

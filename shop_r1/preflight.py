@@ -165,9 +165,11 @@ def prepare(
     seq_len: int | None = None,
     mean_tokens: float | None = None,
     tokenizer_loader: Callable[[str], Any] | None = None,
+    ray: bool = False,
 ) -> Prepared:
     """Data -> shape -> plan -> findings. Tests inject snapshot/rows/shape/seq_len
-    (and mean_tokens, the rows' mean length, which sizes SFT's token budget)."""
+    (and mean_tokens, the rows' mean length, which sizes SFT's token budget). `ray`: this
+    process is a Ray Train worker (vLLM colocates: nothing starts a server under Ray)."""
     train_rows, test_rows = rows if rows is not None else load_rows(cfg)
     if shape is None:
         shape = ModelShape.from_config_dict(model_config_dict(cfg.model), name=cfg.model)
@@ -190,8 +192,11 @@ def prepare(
         seq_len=seq_len,
         trl_fused_lm_head=trl_has_fused_lm_head(),
         mean_tokens=mean_tokens,
+        ray=ray,
     )
     kwargs = trl_kwargs(cfg, plan)
+    # the RunPlan's use_ray stays unset: it makes the checks of ray.init() errors, and a
+    # worker joined its cluster before this preflight ran
     snapshot["plan"] = plan_section(cfg, plan, shape, len(train_rows), seq_len, kwargs)
     from shop_r1_doctor.api import run_checks
 

@@ -172,6 +172,9 @@ def worker_loop(config: dict[str, Any]) -> None:
         ignore=list(job.ignore),
         snapshot=job.snapshot,
         dry_run=job.dry_run,
+        # a snapshot of the whole machine shows GPUs beyond this worker's; the plan must
+        # still colocate vLLM, since nothing starts a server under Ray
+        ray=True,
     )
     mine: dict[str, Any] = {"steps": None, "last_loss": None}
     if summary is not None:

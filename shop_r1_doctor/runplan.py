@@ -89,6 +89,11 @@ class RunPlan(
     steps_per_generation: int | None = None
     generation_batch_size: int | None = None
     num_generations: int | None = None
+    # GRPO evaluation: its global batch must hold whole groups too (TRL's GRPOConfig)
+    eval_strategy: Literal["no", "steps", "epoch"] | None = None
+    per_device_eval_batch_size: int | None = None
+    num_generations_eval: int | None = None
+    auto_find_batch_size: bool | None = None  # GRPOConfig refuses it
     scale_rewards: Literal["group", "batch", "none"] | None = None
     # a file's `1` stays an integer: the snapshot section is written back as it was read
     self_certainty_weight: int | float | None = None

@@ -7,8 +7,11 @@ rules, so a plan the trainer writes passes the doctor's checks and TRL's own
 - generation batch, when neither is set: per_device_train_batch_size x num_processes x
   steps_per_generation, steps_per_generation defaulting to gradient_accumulation_steps;
 - a set generation_batch_size must be a multiple of the global batch (per-device x
-  processes), and steps_per_generation and generation_batch_size exclude each other;
-- the generation batch must hold whole groups: divisible by num_generations (>= 2);
+  processes), and steps_per_generation and generation_batch_size exclude each other
+  (GRPOConfig raises on either: `GrpoBatch.refused`);
+- the generation batch must hold whole groups: divisible by num_generations (>= 2); so
+  must the global eval batch when it evaluates (num_generations_eval, `grpo_eval_groups`);
+- auto_find_batch_size is refused (halving the batch on OOM would split groups);
 - TRL's RepeatSampler drops an incomplete generation batch: fewer prompts than
   generation batch / num_generations trains zero steps. SFT: fewer rows than one effective
   batch (per-device x processes x accumulation) likewise.
@@ -27,6 +30,7 @@ TRL_DEFAULTS = {
     "num_generations": 8,  # GRPOConfig.num_generations
     "per_device_train_batch_size": 8,  # TrainingArguments
     "gradient_accumulation_steps": 1,  # TrainingArguments
+    "per_device_eval_batch_size": 8,  # TrainingArguments
     "num_processes": 1,
 }
 
@@ -39,6 +43,9 @@ class GrpoBatch:
     num_generations: int
     how: str  # in words, for findings and decision notes
     explicit: bool  # generation_batch_size was given
+    global_micro: int  # per-device x processes: one micro batch of every process
+    # why GRPOConfig.__post_init__ raises on the sizes themselves (None: it accepts them)
+    refused: Literal["both_set", "not_global_multiple"] | None = None
 
     @property
     def whole_groups(self) -> bool:
@@ -59,21 +66,54 @@ def grpo_batch(
     generation_batch_size: int | None = None,
     num_generations: int | None = None,
 ) -> GrpoBatch:
-    """TRL's generation batch from what a plan says (None = TRL's default)."""
+    """TRL's generation batch from what a plan says (None = TRL's default), and whether
+    GRPOConfig refuses the sizes: both generation_batch_size and steps_per_generation
+    set, or a generation_batch_size that is not a multiple of per-device x processes."""
     gens = num_generations or TRL_DEFAULTS["num_generations"]
-    if generation_batch_size:
-        return GrpoBatch(
-            generation_batch_size, gens, f"generation_batch_size={generation_batch_size}", True
-        )
     procs = num_processes or TRL_DEFAULTS["num_processes"]
     per = per_device or TRL_DEFAULTS["per_device_train_batch_size"]
+    global_micro = per * procs
+    if generation_batch_size:
+        refused: Literal["both_set", "not_global_multiple"] | None = None
+        if steps_per_generation:
+            refused = "both_set"
+        elif generation_batch_size % global_micro:
+            refused = "not_global_multiple"
+        return GrpoBatch(
+            generation_batch_size,
+            gens,
+            f"generation_batch_size={generation_batch_size}",
+            True,
+            global_micro,
+            refused,
+        )
     steps = (
         steps_per_generation
         or gradient_accumulation_steps
         or TRL_DEFAULTS["gradient_accumulation_steps"]
     )
     how = f"{procs} process(es) x per_device_train_batch_size {per} x steps_per_generation {steps}"
-    return GrpoBatch(procs * per * steps, gens, how, False)
+    return GrpoBatch(global_micro * steps, gens, how, False, global_micro)
+
+
+def grpo_eval_groups(
+    *,
+    eval_strategy: str | None,
+    num_processes: int | None = None,
+    per_device_eval: int | None = None,
+    num_generations: int | None = None,
+    num_generations_eval: int | None = None,
+) -> tuple[int, int] | None:
+    """(global eval batch, completions per eval prompt) when GRPOConfig would refuse them:
+    with evaluation on (any eval_strategy but "no"; transformers then sets do_eval), the
+    global eval batch must be divisible by num_generations_eval (default num_generations).
+    None when it evaluates nothing or the batch holds whole groups."""
+    if eval_strategy in (None, "no"):
+        return None
+    procs = num_processes or TRL_DEFAULTS["num_processes"]
+    size = (per_device_eval or TRL_DEFAULTS["per_device_eval_batch_size"]) * procs
+    gens = num_generations_eval or num_generations or TRL_DEFAULTS["num_generations"]
+    return None if size % gens == 0 else (size, gens)
 
 
 # GRPOConfig's vLLM fields by the mode they apply in (trl/generation/vllm_generation.py,

@@ -336,6 +336,19 @@ CASES: list[tuple[str, dict[str, Any]]] = [
     ),
     ("TRL_GRPO_BATCH_NOT_DIVISIBLE", {"plan": {**GRPO, "num_generations": 1}}),
     (
+        "TRL_GRPO_BATCH_REFUSED",
+        {"plan": {**GRPO, "generation_batch_size": 16, "steps_per_generation": 2}},
+    ),
+    (
+        "TRL_GRPO_BATCH_REFUSED",
+        {"plan": {**GRPO, "generation_batch_size": 12, "per_device_train_batch_size": 8}},
+    ),
+    (
+        "TRL_GRPO_BATCH_REFUSED",
+        {"plan": {**GRPO, "eval_strategy": "steps", "per_device_eval_batch_size": 3}},
+    ),
+    ("TRL_GRPO_BATCH_REFUSED", {"plan": {**GRPO, "auto_find_batch_size": True}}),
+    (
         "TRAINER_ZERO_STEPS_TINY_DATASET",
         {
             "plan": {

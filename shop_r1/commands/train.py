@@ -136,6 +136,11 @@ class PreflightErrors(ToolError):
         )
         self.codes = codes
 
+    def __reduce__(self) -> tuple[type, tuple[list[str]]]:
+        # rebuilt from its codes, not its message: a Ray worker's error is pickled to the
+        # driver, and unpickling calls the class with `args` (the message)
+        return (type(self), (self.codes,))
+
 
 def run_here(
     command: str,
@@ -148,10 +153,12 @@ def run_here(
     snapshot: dict[str, Any] | None,
     dry_run: bool,
     as_json: bool = False,
+    ray: bool = False,
 ) -> dict[str, Any] | None:
     """Preflight on this machine, then train in this process (one of several under
-    accelerate or Ray Train: torch.distributed's environment says which). Returns the
-    run summary; None after a dry run. Preflight errors raise `PreflightErrors`."""
+    accelerate or Ray Train: torch.distributed's environment says which; `ray`: a Ray
+    Train worker). Returns the run summary; None after a dry run. Preflight errors raise
+    `PreflightErrors`."""
     import dataclasses
 
     from shop_r1.models import resolve_model
@@ -165,7 +172,7 @@ def run_here(
     from shop_r1.autoconfig import render_table
     from shop_r1.preflight import prepare
 
-    prepared = prepare(cfg, snapshot=snapshot)
+    prepared = prepare(cfg, snapshot=snapshot, ray=ray)
     console.print(render_table(prepared.plan, title=f"shop-r1 train {command}: auto-configuration"))
     # the doctor's finding blocks; infos (a guess, a note) stay in `doctor` and --json
     console.findings([f for f in prepared.findings if f.severity != "info"], ignored=ignore)

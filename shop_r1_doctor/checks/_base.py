@@ -18,6 +18,7 @@ from shop_r1_doctor.hardware import cc_text as cc_text  # re-exported for the ch
 
 CC = tuple[int, int]
 GIB = 1024**3
+BUSY_FRACTION = 0.10  # other processes holding more than this share of a GPU
 
 
 def gpu_cc(gpu: GpuFacts) -> CC | None:

@@ -7,6 +7,7 @@ from collections.abc import Iterator
 from packaging.version import Version
 
 from shop_r1_doctor.checks._base import (
+    BUSY_FRACTION,
     bytes_gib,
     finding,
     gpu_index,
@@ -21,8 +22,6 @@ from shop_r1_doctor.findings import Finding
 from shop_r1_doctor.knowledge import driver_text, load_compat
 from shop_r1_doctor.sections import DriverFacts
 from shop_r1_doctor.target_python import pip_command
-
-BUSY_FRACTION = 0.10  # other processes holding more than this share of a GPU
 
 
 def _driver(facts: Facts) -> tuple[Version | None, Version | None]:

@@ -11,6 +11,7 @@ from pathlib import PurePosixPath
 from urllib.parse import urlsplit
 
 from shop_r1_doctor.checks._base import (
+    BUSY_FRACTION,
     bytes_gib,
     cc_text,
     env_set,
@@ -23,16 +24,20 @@ from shop_r1_doctor.checks._base import (
     visible_gpus,
     vllm_engines,
 )
-from shop_r1_doctor.facts import NOT_PROBED, Facts
+from shop_r1_doctor.facts import NOT_PROBED, Facts, GpuFacts, GpuProcess, shown
 from shop_r1_doctor.findings import Finding
 from shop_r1_doctor.target_python import pip_command
 from shop_r1_doctor.trl_rules import (
     TRL_DEFAULTS,
     GrpoBatch,
     grpo_batch,
+    grpo_eval_groups,
+    grpo_generation_unit,
+    round_up_to,
     sft_effective_batch,
     steps_multiple_for,
     valid_num_generations,
+    vllm_layout,
 )
 
 LOCAL_HOSTS = ("localhost", "127.0.0.1", "::1")
@@ -141,6 +146,94 @@ def grpo_batch_divisible(facts: Facts) -> Iterator[Finding]:
     )
 
 
+def grpo_batch_refused(facts: Facts) -> Iterator[Finding]:
+    """The batch settings GRPOConfig.__post_init__ raises on before any step (TRL 1.16)."""
+    if facts.plan.task != "grpo":
+        return
+    yield from _generation_batch_refused(facts)
+    yield from _eval_batch_refused(facts)
+    if facts.plan.auto_find_batch_size is True:
+        yield finding(
+            "TRL_GRPO_BATCH_REFUSED",
+            "auto_find_batch_size with GRPO: TRL's GRPOConfig refuses it",
+            detail="'auto_find_batch_size is not supported by GRPO': halving the batch on "
+            "out-of-memory would split the groups of num_generations completions.",
+            fix="auto_find_batch_size: false, and a smaller per_device_train_batch_size",
+        )
+
+
+def _eval_batch_refused(facts: Facts) -> Iterator[Finding]:
+    refused = grpo_eval_groups(
+        eval_strategy=facts.plan.eval_strategy,
+        num_processes=facts.plan.num_processes,
+        per_device_eval=facts.plan.per_device_eval_batch_size,
+        num_generations=facts.plan.num_generations,
+        num_generations_eval=facts.plan.num_generations_eval,
+    )
+    if refused is None:
+        return
+    size, gens = refused
+    procs = facts.plan.num_processes or TRL_DEFAULTS["num_processes"]
+    per = size // procs
+    step = steps_multiple_for(gens, procs)  # per-device eval batches that make whole groups
+    valid = [g for g in valid_num_generations(size) if g <= gens]
+    yield finding(
+        "TRL_GRPO_BATCH_REFUSED",
+        f"the global eval batch {size} (per_device_eval_batch_size {per} x {procs} "
+        f"process(es)) is not divisible by {gens} generations per eval prompt",
+        detail=f"TRL's GRPOConfig raises 'The global eval batch size ({per} * {procs}) must be "
+        f"divisible by the number of generations used for evaluation ({gens}).' before the "
+        f"first step (eval_strategy {facts.plan.eval_strategy}).",
+        fix=f"per_device_eval_batch_size: {step} or {2 * step} (a multiple of {step})"
+        + (f", or num_generations_eval: {' or '.join(map(str, valid[-2:]))}" if valid else "")
+        + ', or eval_strategy: "no"',
+    )
+
+
+def _generation_batch_refused(facts: Facts) -> Iterator[Finding]:
+    batch = _grpo_batch(facts)
+    if batch is None or batch.refused is None:
+        return
+    size, micro = batch.size, batch.global_micro
+    procs = facts.plan.num_processes or TRL_DEFAULTS["num_processes"]
+    per = facts.plan.per_device_train_batch_size or TRL_DEFAULTS["per_device_train_batch_size"]
+    global_batch = f"{micro} (per_device_train_batch_size {per} x {procs} process(es))"
+    if batch.refused == "both_set":
+        steps = facts.plan.steps_per_generation or 0
+        yield finding(
+            "TRL_GRPO_BATCH_REFUSED",
+            f"generation_batch_size {size} and steps_per_generation {steps} are both set",
+            detail="TRL's GRPOConfig raises \"'generation_batch_size' and "
+            "'steps_per_generation' can not be both configured at the same time\" before "
+            "the first step.",
+            fix=f"keep one: steps_per_generation: {steps} alone (a generation batch of "
+            f"{micro * steps} = {micro} x {steps})"
+            + (
+                f", or generation_batch_size: {size} alone (steps_per_generation {size // micro})"
+                if size % micro == 0
+                else ""
+            ),
+        )
+        return
+    # whole groups too, so the value does not trade this error for the divisibility one
+    unit = grpo_generation_unit(max(batch.num_generations, 1), procs, per)
+    below = size // unit * unit
+    values = [v for v in (below, round_up_to(size, unit)) if v > 0]
+    # or keep the size: the per-device batches whose global batch divides it (when the
+    # size holds whole groups; otherwise grpo_batch_divisible asks for another size too)
+    pers = [d for d in range(per - 1, 0, -1) if size % (d * procs) == 0][:3]
+    pers = pers if batch.whole_groups else []
+    yield finding(
+        "TRL_GRPO_BATCH_REFUSED",
+        f"generation_batch_size {size} is not a multiple of the global batch {global_batch}",
+        detail=f"TRL's GRPOConfig raises 'generation_batch_size ({size}) must be divisible by "
+        f"the global batch size ({micro}).' before the first step.",
+        fix=f"generation_batch_size: {' or '.join(map(str, values))} (multiples of {unit}: "
+        f"the global batch {micro} and whole groups of {batch.num_generations})"
+        + (f", or per_device_train_batch_size: {' or '.join(map(str, pers))}" if pers else ""),
+    )
+
+
 def tiny_dataset(facts: Facts) -> Iterator[Finding]:
     rows = facts.plan.dataset_rows
     if rows is None:
@@ -206,12 +299,14 @@ SAME_GPU_DETAIL = (
 def server_same_gpu(facts: Facts) -> Iterator[Finding]:
     if not uses_vllm(facts) or facts.plan.vllm_mode != "server" or facts.listed_gpus is NOT_PROBED:
         return
+    host = facts.plan.vllm_server_host
+    url = facts.plan.vllm_server_base_url
+    if (url and not any(h in url for h in (*LOCAL_HOSTS, *BIND_ALL))) or (
+        not url and host and host not in (*LOCAL_HOSTS, *BIND_ALL)
+    ):
+        return  # a server on another machine takes none of this machine's GPUs
     gpus = visible_gpus(facts)
     procs = facts.plan.num_processes or 1
-    # A GPU the trainer does not use is left for the server: a spare visible one, or one
-    # that CUDA_VISIBLE_DEVICES hides from the trainer (how a launch script splits them:
-    # the trainer sees only GPU 1 while `trl vllm-serve` runs on GPU 0).
-    hidden = [g for g in facts.gpus if g not in gpus]
     if not gpus:
         return
     # A vLLM engine already on a GPU the trainer takes: the server was started there.
@@ -228,16 +323,49 @@ def server_same_gpu(facts: Facts) -> Iterator[Finding]:
                 "trainer's (a launch script does: shop-r1 launch grpo --gpus 2)",
             )
             return
-    if len(gpus) > procs or hidden:
+    # A GPU the trainer does not use is left for the server: a spare visible one, or one
+    # that CUDA_VISIBLE_DEVICES hides from the trainer (how a launch script splits them:
+    # the trainer sees only GPU 1 while `trl vllm-serve` runs on GPU 0), unless another
+    # program holds it. The count is the auto-configuration's rule (trl_rules.vllm_layout).
+    hidden = [g for g in facts.gpus if g not in gpus]
+    held = [(g, others) for g in hidden if (others := _held_by_others(g))]
+    free_hidden = len(hidden) - len(held)
+    if vllm_layout(gpus=len(gpus) + free_hidden, processes=procs).mode == "server":
         return
+    title = (
+        f"`trl vllm-serve` and {procs} training process(es) would share {gpu_names(gpus)} "
+        f"({len(gpus)} GPU visible)"
+    )
+    if held:
+        title += "; the GPU(s) CUDA_VISIBLE_DEVICES hides are held by other programs: " + (
+            ", ".join(f"GPU {gpu_index(g)} ({_pids(others)})" for g, others in held)
+        )
     yield finding(
         "TRL_SERVER_MODE_SAME_GPU",
-        f"`trl vllm-serve` and {procs} training process(es) would share {gpu_names(gpus)} "
-        f"({len(gpus)} GPU visible)",
+        title,
         detail=SAME_GPU_DETAIL,
         fix='vllm_mode: "colocate" (one GPU), or CUDA_VISIBLE_DEVICES=0 trl vllm-serve ... and '
-        "CUDA_VISIBLE_DEVICES=1 for the trainer",
+        "CUDA_VISIBLE_DEVICES=1 for the trainer"
+        + (" on GPUs no other program holds" if held else ""),
     )
+
+
+def _held_by_others(gpu: GpuFacts) -> list[GpuProcess]:
+    """The listed processes that hold more than BUSY_FRACTION of a GPU hidden from the
+    trainer: it is not free for the server. A vLLM engine there is the server itself;
+    memory in use with no process listed is not counted (the server may run in another
+    container, and a guess is no error)."""
+    if vllm_engines(gpu):
+        return []  # the server already runs there
+    total = gpu.memory_total_bytes
+    others = list(gpu.processes or ())
+    used = sum(p.used_bytes for p in others if isinstance(p.used_bytes, int))
+    busy = isinstance(total, int) and total > 0 and used > BUSY_FRACTION * total
+    return others if busy else []
+
+
+def _pids(procs: list[GpuProcess]) -> str:
+    return ", ".join(f"{shown(p.name, 'None')} pid {shown(p.pid, 'None')}" for p in procs)
 
 
 def server_unreachable(facts: Facts) -> Iterator[Finding]:
@@ -386,6 +514,7 @@ CHECKS = (
     liger_requested,
     self_certainty_group_scaled,
     grpo_batch_divisible,
+    grpo_batch_refused,
     tiny_dataset,
     rows_truncated,
     server_same_gpu,

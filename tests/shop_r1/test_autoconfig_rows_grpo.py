@@ -127,6 +127,29 @@ MODE_ROWS = [
 ]
 
 
+RAY_WHY = "Ray places the training workers and starts no `trl vllm-serve`: each worker colocates"
+
+
+@pytest.mark.parametrize(
+    ("gpus", "procs", "planned"),
+    [(8, 2, "server"), (2, 1, "server"), (8, 8, "colocate"), (1, 1, "colocate")],
+)
+def test_a_ray_worker_colocates_whatever_gpus_its_snapshot_shows(gpus, procs, planned):
+    """`train --ray --snapshot`: every worker plans from the driver's snapshot of a whole
+    machine; its spare GPUs would choose server mode, which nothing starts under Ray."""
+    facts = snap(("9.0",) * gpus, imports=VLLM_OK)
+    cfg = GRPORunConfig(num_processes=procs)
+    assert decide(facts, cfg, SHAPE, seq_len=256).vllm_mode == planned  # outside Ray
+    plan = decide(facts, cfg, SHAPE, seq_len=256, ray=True)
+    assert notes(plan)["vllm_mode"] == ("colocate", RAY_WHY)
+    assert plan.vllm_gpu_memory_utilization is not None  # sized for the colocated engine
+    # set in the config, it stays: the doctor's server checks judge it
+    forced = decide(
+        facts, GRPORunConfig(num_processes=procs, vllm_mode="server"), SHAPE, seq_len=256, ray=True
+    )
+    assert forced.vllm_mode == "server"
+
+
 def test_grpo_vllm_forced_on_without_cuda_counts_no_gpu():
     # torch has no CUDA although NVML lists 2 GPUs: none is spare for a server
     facts = snap(("9.0", "9.0"), cuda=False, imports=VLLM_OK)

@@ -40,6 +40,32 @@ def _expandable_segments(snap):
 #  RunPlan value, code, present once set)
 ROWS = [
     (
+        "auto_find_batch_size: GRPOConfig refuses it",
+        "grpo",
+        "cpu",
+        None,
+        "0.5b",
+        {},
+        "auto_find_batch_size",
+        True,
+        True,
+        "TRL_GRPO_BATCH_REFUSED",
+        True,
+    ),
+    (
+        "steps_per_generation beside the trainer's generation_batch_size: TRL refuses both",
+        "grpo",
+        "cpu",
+        None,
+        "0.5b",
+        {},
+        "steps_per_generation",
+        2,
+        2,
+        "TRL_GRPO_BATCH_REFUSED",
+        True,
+    ),
+    (
         "fsdp shards the model over 8 processes: it fits",
         "sft",
         "h100",

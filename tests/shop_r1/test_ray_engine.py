@@ -88,6 +88,20 @@ def test_failure_line_for_a_worker_that_raised():
     assert early == "ray worker rank 0 before it reported its node raised ValueError: x"
 
 
+def test_a_workers_preflight_error_crosses_to_the_driver_whole():
+    """Ray pickles a worker's exception to the driver; unpickled from its message, the
+    codes became the message's characters ('295 error(s) (p, r, e, f, ...')."""
+    import pickle
+
+    from shop_r1.commands.train import PreflightErrors
+
+    back = pickle.loads(pickle.dumps(PreflightErrors(["VLLM_INSTALL_SWAPS_TORCH", "GPU_NONE"])))
+    assert back.codes == ["VLLM_INSTALL_SWAPS_TORCH", "GPU_NONE"]
+    assert str(back) == (
+        "preflight: 2 error(s) (VLLM_INSTALL_SWAPS_TORCH, GPU_NONE); fix them or pass --ignore CODE"
+    )
+
+
 def test_failure_line_for_the_controller():
     pytest.importorskip("ray.train.torch", reason="Ray Train is not installed (ray[train])")
     from ray.train import ControllerError

@@ -13,6 +13,7 @@ from __future__ import annotations
 import json
 import math
 import os
+import re
 import shutil
 import signal
 import socket
@@ -246,6 +247,32 @@ def test_grpo_trains_on_both_ray_nodes(cluster, tiny, tmp_path):
     assert summary["steps"] == 2 and [p["step"] for p in summary["reward_curve"]] == [1, 2]
     assert [(w["rank"], w["steps"]) for w in summary["workers"]] == [(0, 2), (1, 2)]
     assert len({w["node_id"] for w in summary["workers"]}) == 2
+
+
+def test_grpo_dry_run_from_a_snapshot_with_a_spare_gpu_colocates(cluster, tiny, tmp_path):
+    """--snapshot of a 2-GPU machine and one worker: outside Ray the spare GPU would choose
+    `trl vllm-serve`, which nothing starts under Ray; the worker's plan colocates."""
+    args = [
+        *_train(tiny, tmp_path / "dry", cluster.address, 1),
+        "--set",
+        "num_generations=2",
+        "--set",
+        "use_vllm=on",
+        "--ray-workers",
+        "1",
+        "--dry-run",
+        "--ignore",
+        "VLLM_INSTALL_SWAPS_TORCH",  # the recorded machine's own finding
+    ]
+    args[args.index("sft")] = "grpo"
+    args[args.index(str(snapshot_path("cpu")))] = str(snapshot_path("h200x2-fa-vllm"))
+    proc = subprocess.run(
+        args, env=_env(TMPDIR=cluster.root), capture_output=True, text=True, timeout=240
+    )
+    assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
+    # the worker's auto-configuration table, as Ray forwards it to the driver
+    row = re.search(r"│ vllm_mode +│ (\w+) +│ (.+?) +│", proc.stdout)
+    assert row and row.groups() == ("colocate", "Ray places the training"), proc.stdout[-3000:]
 
 
 def _rank_on(node: str, root: str) -> int | None:

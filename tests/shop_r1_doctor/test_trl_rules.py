@@ -11,6 +11,7 @@ from shop_r1_doctor.trl_rules import (
     accumulation_steps,
     effective_batch,
     grpo_batch,
+    grpo_eval_groups,
     grpo_generation_unit,
     sft_effective_batch,
     steps_multiple_for,
@@ -132,3 +133,114 @@ def test_batch_arithmetic_counts_every_process():
     assert accumulation_steps(64, 8, 1) == 8
     assert accumulation_steps(64, 8, 4) == 2  # 16 rows per process
     assert accumulation_steps(64, 32, 4) == 1  # never below one
+
+
+# (per_device, steps_per_generation, generation_batch_size, num_generations): every way a
+# plan sizes the generation batch, at the edges of TRL's rules on one process
+GRPO_SIZES = [
+    (4, None, None, 2),
+    (4, 2, None, 4),
+    (4, None, 8, 4),  # a multiple of the global batch and of the group
+    (4, 2, 8, 4),  # both set: refused even though the sizes agree
+    (4, 1, 4, 2),
+    (4, None, 6, 2),  # not a multiple of the global batch 4
+    (4, None, 2, 2),  # smaller than one global batch
+    (3, None, 9, 3),
+    (3, None, 6, 4),  # a multiple of the global batch, not whole groups
+    (2, 3, None, 4),  # 6 completions, groups of 4
+    (4, None, None, 1),  # one completion per prompt
+]
+
+
+@pytest.mark.parametrize(("per_device", "steps", "gen_batch", "gens"), GRPO_SIZES)
+def test_refuses_what_trl_grpo_config_refuses(tmp_path, per_device, steps, gen_batch, gens):
+    trl = pytest.importorskip("trl")
+    kwargs = {"per_device_train_batch_size": per_device, "num_generations": gens}
+    if steps:
+        kwargs["steps_per_generation"] = steps
+    if gen_batch:
+        kwargs["generation_batch_size"] = gen_batch
+    try:
+        cfg = trl.GRPOConfig(output_dir=str(tmp_path), report_to=[], use_cpu=True, **kwargs)
+        trl_refuses = False
+    except ValueError:
+        trl_refuses = True
+        cfg = None
+    ours = grpo_batch(
+        num_processes=1,
+        per_device=per_device,
+        steps_per_generation=steps,
+        generation_batch_size=gen_batch,
+        num_generations=gens,
+    )
+    assert (ours.refused is not None or not ours.whole_groups) == trl_refuses
+    if cfg is not None:
+        assert cfg.world_size == 1 and ours.size == cfg.generation_batch_size
+
+
+def test_refusal_names_the_rule():
+    assert grpo_batch(generation_batch_size=16, steps_per_generation=2).refused == "both_set"
+    assert grpo_batch(generation_batch_size=12, per_device=8).refused == "not_global_multiple"
+    # the global batch counts every process: 16 is one micro batch of 8 on 1 process, not on 4
+    assert grpo_batch(generation_batch_size=16, per_device=4, num_processes=1).refused is None
+    assert (
+        grpo_batch(generation_batch_size=24, per_device=4, num_processes=4).refused
+        == "not_global_multiple"
+    )
+    assert grpo_batch(steps_per_generation=2).refused is None
+
+
+# (eval_strategy, per_device_eval_batch_size, num_generations, num_generations_eval)
+GRPO_EVAL = [
+    ("no", 3, 4, None),  # no evaluation: not checked
+    ("steps", 4, 4, None),
+    ("steps", 3, 4, None),  # 3 completions, groups of 4
+    ("epoch", 3, 2, 3),  # the eval group size wins over num_generations
+    ("steps", 8, 2, 3),
+    ("steps", None, 4, None),  # TRL's default eval batch 8
+    ("steps", None, 3, None),
+]
+
+
+@pytest.mark.parametrize(("strategy", "per_eval", "gens", "gens_eval"), GRPO_EVAL)
+def test_eval_groups_refused_as_trl_refuses(tmp_path, strategy, per_eval, gens, gens_eval):
+    trl = pytest.importorskip("trl")
+    kwargs = {"eval_strategy": strategy, "num_generations": gens, "generation_batch_size": 24}
+    if per_eval:
+        kwargs["per_device_eval_batch_size"] = per_eval
+    if gens_eval:
+        kwargs["num_generations_eval"] = gens_eval
+    try:
+        trl.GRPOConfig(output_dir=str(tmp_path), report_to=[], use_cpu=True, **kwargs)
+        trl_refuses = False
+    except ValueError as exc:
+        assert "eval" in str(exc)
+        trl_refuses = True
+    ours = grpo_eval_groups(
+        eval_strategy=strategy,
+        num_processes=1,
+        per_device_eval=per_eval,
+        num_generations=gens,
+        num_generations_eval=gens_eval,
+    )
+    assert (ours is not None) == trl_refuses
+
+
+def test_eval_batch_counts_every_process():
+    def groups(procs):
+        return grpo_eval_groups(
+            eval_strategy="steps", num_processes=procs, per_device_eval=2, num_generations=4
+        )
+
+    assert groups(2) is None and groups(1) == (2, 4)
+
+
+def test_trl_refuses_auto_find_batch_size_for_grpo(tmp_path):
+    """The rule the plan check reports as TRL_GRPO_BATCH_REFUSED; checked here so a TRL
+    that drops it shows up."""
+    trl = pytest.importorskip("trl")
+    with pytest.raises(ValueError, match="auto_find_batch_size"):
+        trl.GRPOConfig(output_dir=str(tmp_path), report_to=[], use_cpu=True,
+                       auto_find_batch_size=True)  # fmt: skip
+    plan = {"task": "grpo", "auto_find_batch_size": True}
+    assert "TRL_GRPO_BATCH_REFUSED" in {f.code for f in run_checks({"plan": plan})}

@@ -16,9 +16,11 @@ Hand-worked batch rules (trl_rules.py mirrors TRL 1.16's GRPOConfig):
 from __future__ import annotations
 
 import pytest
+from check_wording import facts_in, found
 
 from shop_r1_doctor.checks.plan import (
     grpo_batch_divisible,
+    grpo_batch_refused,
     rows_truncated,
     tiny_dataset,
 )
@@ -190,6 +192,106 @@ def test_grpo_batch_divisible_rows(plan, expected) -> None:
     else:
         title, fix = expected
         assert rows == [("TRL_GRPO_BATCH_NOT_DIVISIBLE", "error", title, DIV_DETAIL, fix)]
+
+
+# ----------------------------------------------------------------- sizes GRPOConfig refuses
+# (case, plan, None or the facts the finding names: the sizes and the values that work).
+# Working values: generation_batch_size a multiple of lcm(per-device x processes,
+# num_generations), the one below and the one above; or a smaller per-device batch d
+# with d x processes dividing the size.
+REFUSED_ROWS = [
+    (
+        "both set, sizes agree: TRL refuses the pair anyway",
+        _grpo(generation_batch_size=16, steps_per_generation=2, per_device_train_batch_size=8),
+        ["generation_batch_size 16", "steps_per_generation 2", "steps_per_generation: 2 alone",
+         "generation_batch_size: 16 alone (steps_per_generation 2)"],
+    ),
+    (
+        "both set, 2 processes x 4 x 3 steps = 24; 20 is no multiple of 8",
+        _grpo(generation_batch_size=20, steps_per_generation=3, num_processes=2,
+              per_device_train_batch_size=4, num_generations=4),
+        ["a generation batch of 24 = 8 x 3"],
+    ),
+    ("steps_per_generation alone", _grpo(steps_per_generation=3, num_generations=4,
+                                         per_device_train_batch_size=4), None),
+    (
+        "12 on 1 process x 8, groups of 4",
+        _grpo(generation_batch_size=12, per_device_train_batch_size=8, num_generations=4),
+        ["generation_batch_size 12", "global batch 8", "generation_batch_size: 8 or 16",
+         "per_device_train_batch_size: 6 or 4 or 3"],
+    ),
+    (
+        "24 on 4 processes x 4: the global batch is 16, not 4",
+        _grpo(generation_batch_size=24, per_device_train_batch_size=4, num_processes=4,
+              num_generations=4),
+        ["global batch 16", "4 process(es)", "generation_batch_size: 16 or 32",
+         "per_device_train_batch_size: 3 or 2 or 1"],
+    ),
+    (
+        "24 on 4 processes x 2: a multiple of 8",
+        _grpo(generation_batch_size=24, per_device_train_batch_size=2, num_processes=4,
+              num_generations=4),
+        None,
+    ),
+    (
+        "4 below one global batch of 8 (TRL's default per-device batch), groups of 2",
+        _grpo(generation_batch_size=4, num_generations=2),
+        ["generation_batch_size: 8 (", "per_device_train_batch_size: 4 or 2 or 1"],
+    ),
+    (
+        "groups of 3 and a global batch of 4: the values are multiples of 12",
+        _grpo(generation_batch_size=18, per_device_train_batch_size=4, num_generations=3),
+        ["generation_batch_size: 12 or 24", "per_device_train_batch_size: 3 or 2 or 1"],
+    ),
+    ("SFT: no generation batch", {"task": "sft", "generation_batch_size": 12}, None),
+    # evaluation: the global eval batch holds whole groups of num_generations_eval
+    ("eval off: eval batch 3, groups of 4", _grpo(eval_strategy="no",
+     per_device_eval_batch_size=3, num_generations=4), None),
+    (
+        "eval every N steps: 1 x 3 completions, groups of 4",
+        _grpo(eval_strategy="steps", per_device_eval_batch_size=3, num_generations=4),
+        ["global eval batch 3", "4 generations per eval prompt",
+         "per_device_eval_batch_size: 4 or 8", 'eval_strategy: "no"'],
+    ),
+    (
+        "2 processes x 3 = 6, groups of 4: multiples of 2 per device",
+        _grpo(eval_strategy="epoch", per_device_eval_batch_size=3, num_processes=2,
+              num_generations=4),
+        ["global eval batch 6", "2 process(es)", "per_device_eval_batch_size: 2 or 4",
+         "num_generations_eval: 2 or 3"],
+    ),
+    ("2 processes x 2 = 4, groups of 4", _grpo(eval_strategy="steps",
+     per_device_eval_batch_size=2, num_processes=2, num_generations=4), None),
+    (
+        "num_generations_eval 3 instead of 4: TRL's default eval batch 8",
+        _grpo(eval_strategy="steps", num_generations=4, num_generations_eval=3),
+        ["global eval batch 8", "3 generations per eval prompt",
+         "per_device_eval_batch_size: 3 or 6", "num_generations_eval: 2"],
+    ),
+    ("num_generations_eval 2 divides 8", _grpo(eval_strategy="steps", num_generations=3,
+     num_generations_eval=2), None),
+    ("SFT evaluates in batches of any size", {"task": "sft", "eval_strategy": "steps",
+     "per_device_eval_batch_size": 3}, None),
+    (
+        "auto_find_batch_size with GRPO",
+        _grpo(auto_find_batch_size=True),
+        ["auto_find_batch_size: false"],
+    ),
+    ("auto_find_batch_size with SFT", {"task": "sft", "auto_find_batch_size": True}, None),
+]  # fmt: skip
+
+
+@pytest.mark.parametrize(
+    ("plan", "names"), [r[1:] for r in REFUSED_ROWS], ids=[r[0] for r in REFUSED_ROWS]
+)
+def test_grpo_batch_refused_rows(plan, names) -> None:
+    got = found(grpo_batch_refused, {"plan": plan})
+    if names is None:
+        assert got == []
+        return
+    (f,) = got
+    assert (f.code, f.severity) == ("TRL_GRPO_BATCH_REFUSED", "error")
+    assert facts_in(f, *names) == []
 
 
 # ----------------------------------------------------------------- zero steps on a tiny dataset

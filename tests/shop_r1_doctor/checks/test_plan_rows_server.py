@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import msgspec
 import pytest
+from check_wording import facts_in
 from snapshots import GIB, NOT_PROBED, gpu, proc
 from snapshots import facts as snapshot_facts
 from snapshots import plan as run_plan
@@ -20,6 +21,8 @@ from shop_r1_doctor.facts import Facts, GpuFacts, GpuProcess
 
 H200 = "NVIDIA H200"
 ENGINE = proc(1642, "VLLM::EngineCore", 127 * GIB)
+OTHER = proc(900, "python", 60 * GIB)  # another user's job
+SMALL = proc(901, "python", 2 * GIB)  # under a tenth of the GPU
 
 
 def _gpu(index: int, *processes: GpuProcess) -> GpuFacts:
@@ -54,6 +57,17 @@ SERVER_ROWS = [
      [_gpu(0, ENGINE), _gpu(1)], None, 1, True),
     ("server started on GPU 1, trainer takes GPU 0", [_gpu(0), _gpu(1, ENGINE)], None, 1, False),
     ("server and trainer both pinned to GPU 1", [_gpu(0), _gpu(1, ENGINE)], "1", 1, True),
+    # a GPU CUDA_VISIBLE_DEVICES hides is the server's only if no other program holds it
+    ("trainer on GPU 1, hidden GPU 0 held by another job", [_gpu(0, OTHER), _gpu(1)], "1", 1,
+     True),
+    ("hidden GPU 0 holds a small process", [_gpu(0, SMALL), _gpu(1)], "1", 1, False),
+    ("hidden GPU 0 held by another job and by the server's engine",
+     [_gpu(0, ENGINE, OTHER), _gpu(1)], "1", 1, False),
+    ("two hidden GPUs, one held, one free", [_gpu(0, OTHER), _gpu(1), _gpu(2)], "2", 1, False),
+    ("4 GPUs, two trainers on 2,3, hidden 0 and 1 both held",
+     [_gpu(0, OTHER), _gpu(1, OTHER), _gpu(2), _gpu(3)], "2,3", 2, True),
+    ("hidden GPU 0's memory in use, no process listed (the server in another container?)",
+     [gpu(H200, "9.0", 0, 141 * GIB, 100 * GIB, procs=[]), _gpu(1)], "1", 1, False),
 ]  # fmt: skip
 
 
@@ -66,6 +80,29 @@ def test_server_mode_same_gpu_rows(gpus, cvd, procs, expected):
     found = list(server_same_gpu(_facts(gpus, cvd, procs)))
     assert [f.code for f in found] == (["TRL_SERVER_MODE_SAME_GPU"] if expected else [])
     assert all(f.severity == "error" and f.fix for f in found)
+
+
+def test_the_held_hidden_gpu_is_named_with_its_process():
+    (f,) = server_same_gpu(_facts([_gpu(0, OTHER), _gpu(1)], "1"))
+    assert facts_in(f, "GPU 0 (python pid 900)", "CUDA_VISIBLE_DEVICES") == []
+
+
+def test_a_server_on_another_machine_takes_no_gpu_here():
+    def on(host: str | None = None, url: str | None = None) -> list[str]:
+        plan = run_plan(
+            task="grpo",
+            use_vllm=True,
+            vllm_mode="server",
+            num_processes=1,
+            vllm_server_host=host,
+            vllm_server_base_url=url,
+        )
+        return _codes(server_same_gpu, snapshot_facts(gpus=[_gpu(0)], plan=plan))
+
+    assert on("10.0.0.5") == [] and on(url="http://gpu-node-2:8000") == []
+    same = ["TRL_SERVER_MODE_SAME_GPU"]
+    assert on("127.0.0.1") == on("localhost") == on(url="http://127.0.0.1:8000") == same
+    assert on() == on("0.0.0.0") == same  # TRL's default host is this machine
 
 
 def test_an_engine_on_the_trainers_gpu_is_named_by_pid():

@@ -89,6 +89,20 @@ def test_plan_adds_plan_dependent_findings(tmp_path):
     assert {"TRL_GRPO_BATCH_NOT_DIVISIBLE", "TRL_SERVER_MODE_SAME_GPU"} <= codes
 
 
+def test_plan_with_a_generation_batch_trl_refuses(tmp_path):
+    """A TRL user's plan: both generation batch fields, as TRL's GRPOConfig refuses them."""
+    plan = tmp_path / "plan.yaml"
+    plan.write_text(
+        "task: grpo\nnum_processes: 2\nper_device_train_batch_size: 4\nnum_generations: 4\n"
+        "steps_per_generation: 2\ngeneration_batch_size: 16\n"
+    )
+    result = invoke("--snapshot", H100, "--plan", str(plan), "--json")
+    assert result.exit_code == 1, result.output
+    found = {f["code"]: f for f in json.loads(result.stdout)["findings"]}
+    refused = found["TRL_GRPO_BATCH_REFUSED"]
+    assert refused["severity"] == "error" and "steps_per_generation: 2 alone" in refused["fix"]
+
+
 def test_bad_plan_field_is_one_line_exit_2(tmp_path):
     plan = tmp_path / "plan.yaml"
     plan.write_text("task: grpo\nnum_generation: 8\n")
