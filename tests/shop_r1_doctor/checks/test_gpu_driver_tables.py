@@ -1,6 +1,9 @@
 """Decision tables for the driver-vs-CUDA check: driver (NVML's CUDA or the driver table),
 torch's CUDA build and the image's CUDA_VERSION, by OS and container, with minor
 versions compared (CUDA 12.9 on a 12.8 driver is not fine just because both are 12).
+Rows assert codes, severities and the facts the findings must name (the versions, the
+minimum driver written as NVIDIA writes it: 576.02, not packaging's normalised 576.2); the
+wording is in tests/fixtures/golden/checks/gpu_driver.txt.
 
 Hand-derived from knowledge/compat.yaml: CUDA 12.x minor-version compatibility needs a
 Linux driver >= 525.60.13 (13.x: >= 580.0); full CUDA 12.8 needs 570.26, 12.9 575.51.03,
@@ -9,7 +12,10 @@ Linux driver >= 525.60.13 (13.x: >= 580.0); full CUDA 12.8 needs 570.26, 12.9 57
 
 from __future__ import annotations
 
+from typing import Any
+
 import pytest
+from check_wording import assert_row, text
 
 from shop_r1_doctor.checks.gpu_driver import driver_vs_cuda_build
 from shop_r1_doctor.facts import Facts
@@ -30,7 +36,7 @@ def facts(driver, driver_cuda, torch, *, os="linux", container=None, image_cuda=
 
 
 # (case, driver, NVML CUDA, torch, os, container, image CUDA, expected [(code, severity)])
-ROWS = [
+ROWS: list[tuple[Any, ...]] = [
     ("same CUDA", "580.65.06", "13.0", "2.11.0+cu130", "linux", None, None, []),
     ("older torch CUDA", "580.65.06", "13.0", "2.11.0+cu126", "linux", None, None, []),
     ("cpu torch", "470.0", "11.4", "2.13.0+cpu", "linux", None, None, []),
@@ -163,36 +169,164 @@ ROWS = [
 ]
 
 
+def _table_facts(driver, dcuda, torch, os, container, image) -> Facts:
+    return facts(driver, dcuda, torch, os=os, container=container, image_cuda=image)
+
+
 @pytest.mark.parametrize(
     ("case", "driver", "dcuda", "torch", "os", "container", "image", "want"),
     ROWS,
     ids=[r[0] for r in ROWS],
 )
 def test_driver_vs_cuda_table(case, driver, dcuda, torch, os, container, image, want):
-    found = list(
-        driver_vs_cuda_build(
-            facts(driver, dcuda, torch, os=os, container=container, image_cuda=image)
-        )
-    )
-    assert [(f.code, f.severity) for f in found] == want, [f.title for f in found]
+    assert_row(driver_vs_cuda_build, _table_facts(driver, dcuda, torch, os, container, image), want)
 
 
-def test_driver_finding_texts():
-    (warn,) = driver_vs_cuda_build(facts("570.86.10", "12.8", "2.8.0+cu129"))
-    assert warn.title == "torch 2.8.0+cu129 needs CUDA 12.9; driver 570.86.10 supports CUDA 12.8"
-    assert "minor-version compatibility (driver >= 525.60.13 for CUDA 12.x)" in warn.detail
-    assert "CUDA 12.9 needs driver >= 575.51.03" in warn.detail
-    assert warn.fix == "upgrade the driver to >= 575.51.03"
-    (err,) = driver_vs_cuda_build(facts("570.86.10", "12.8", "2.11.0+cu130"))
-    assert err.title == "torch 2.11.0+cu130 needs CUDA 13.0; driver 570.86.10 supports CUDA 12.8"
-    assert (
-        "driver version is insufficient" in err.detail and "needs driver >= 580.65.06" in err.detail
-    )
-    assert err.fix.endswith("pip install torch --index-url https://download.pytorch.org/whl/cu128)")
-    assert "CUDA <= 12.8" in err.fix
-    (win,) = driver_vs_cuda_build(facts("572.16", "12.8", "2.8.0+cu129", os="windows"))
-    assert "CUDA 12.9 needs driver >= 576.02" in win.detail
-    (image,) = driver_vs_cuda_build(
-        facts("570.86.10", "12.8", "2.7.0+cu128", container="docker", image_cuda="12.9.1")
-    )
-    assert image.title.startswith("the image's CUDA_VERSION needs CUDA 12.9")
+# ----------------------------------------------------------------- what the findings name
+# (case, facts, expected [(code, severity, *facts)])
+NAMED_ROWS: list[tuple[Any, ...]] = [
+    (
+        "one minor newer: minor-version compatibility, the floor and the minimum",
+        facts("570.86.10", "12.8", "2.8.0+cu129"),
+        [
+            (
+                BARE,
+                WARN,
+                "torch 2.8.0+cu129",
+                "CUDA 12.9",
+                "570.86.10",
+                "CUDA 12.8",
+                "525.60.13",
+                "CUDA 12.x",
+                "575.51.03",
+            )
+        ],
+    ),
+    (
+        "a newer major: the minimum, and a torch the driver runs",
+        facts("570.86.10", "12.8", "2.11.0+cu130"),
+        [
+            (
+                BARE,
+                ERR,
+                "torch 2.11.0+cu130",
+                "CUDA 13.0",
+                "570.86.10",
+                "580.65.06",
+                "CUDA <= 12.8",
+                "--index-url https://download.pytorch.org/whl/cu128",
+            )
+        ],
+    ),
+    (
+        "windows: its own minimum",
+        facts("572.16", "12.8", "2.8.0+cu129", os="windows"),
+        [(BARE, ERR, "576.02")],
+    ),
+    (
+        "the image's CUDA_VERSION",
+        facts("570.86.10", "12.8", "2.7.0+cu128", container="docker", image_cuda="12.9.1"),
+        [(DOCKER, WARN, "CUDA_VERSION", "CUDA 12.9", "570.86.10", "CUDA 12.8")],
+    ),
+    # Windows needs 576.02 for CUDA 12.9 (Linux: 575.51.03): the driver's CUDA by OS
+    (
+        "windows 575.60 and a cu129 torch",
+        Facts(
+            {
+                "host": {"os": "windows"},
+                "driver": {"version": "575.60"},
+                "torch": {"version": "2.8.0+cu129"},
+            }
+        ),
+        [
+            (
+                BARE,
+                ERR,
+                "torch 2.8.0+cu129",
+                "CUDA 12.9",
+                "575.60",
+                "CUDA 12.8",
+                "576.02",
+            )
+        ],
+    ),
+    (
+        "linux 575.60 and a cu129 torch",
+        Facts(
+            {
+                "host": {"os": "linux"},
+                "driver": {"version": "575.60"},
+                "torch": {"version": "2.8.0+cu129"},
+            }
+        ),
+        [],
+    ),
+    # OS unknown: read as Linux, so minor-version compatibility applies
+    (
+        "no OS, one minor newer",
+        Facts(
+            {
+                "driver": {"version": "570.86.10", "cuda_version": "12.8"},
+                "torch": {"version": "2.8.0+cu129"},
+            }
+        ),
+        [(BARE, WARN, "torch 2.8.0+cu129", "570.86.10", "575.51.03")],
+    ),
+    # NVML names the CUDA without the driver's version
+    (
+        "driver version unknown",
+        Facts(
+            {
+                "host": {"os": "linux"},
+                "driver": {"cuda_version": "12.4"},
+                "torch": {"version": "2.8.0+cu128"},
+            }
+        ),
+        [(BARE, WARN, "torch 2.8.0+cu128", "CUDA 12.8", "the driver", "CUDA 12.4", "570.26")],
+    ),
+    # the torch build and the image's CUDA_VERSION are both checked
+    (
+        "container: torch and the image both newer",
+        Facts(
+            {
+                "host": {"os": "linux", "container": "docker"},
+                "driver": {"version": "570.86.10", "cuda_version": "12.8"},
+                "torch": {"version": "2.8.0+cu129"},
+                "env": {"CUDA_VERSION": "12.9.1"},
+            }
+        ),
+        [
+            (DOCKER, WARN, "torch 2.8.0+cu129", "CUDA 12.9", "CUDA 12.8", "575.51.03"),
+            (DOCKER, WARN, "CUDA_VERSION", "CUDA 12.9", "CUDA 12.8", "575.51.03"),
+        ],
+    ),
+]
+
+
+@pytest.mark.parametrize(("case", "snap", "want"), NAMED_ROWS, ids=[r[0] for r in NAMED_ROWS])
+def test_driver_vs_cuda_names(case, snap, want):
+    assert_row(driver_vs_cuda_build, snap, want)
+
+
+NO_WINDOWS_MINIMUM = Facts(
+    {
+        "host": {"os": "windows"},
+        "driver": {"version": "576.02"},
+        "torch": {"version": "2.9.0+cu130"},
+    }
+)
+
+
+def test_no_windows_minimum_listed_says_none_rather_than_a_placeholder():
+    # compat.yaml lists no Windows driver for CUDA 13.0: no minimum named, no "?" for one
+    want = [(BARE, ERR, "torch 2.9.0+cu130", "CUDA 13.0", "576.02", "CUDA 12.9")]
+    assert_row(driver_vs_cuda_build, NO_WINDOWS_MINIMUM, want)
+    (f,) = driver_vs_cuda_build(NO_WINDOWS_MINIMUM)
+    assert ">=" not in f.detail and "?" not in text(f)
+
+
+SNAPSHOTS = [
+    *[(r[0], _table_facts(*r[1:7])) for r in ROWS],
+    *[(r[0], r[1]) for r in NAMED_ROWS],
+    ("no Windows minimum for CUDA 13.0", NO_WINDOWS_MINIMUM),
+]

@@ -1,4 +1,6 @@
-"""Decision rows for the doctor's own probes (shop_r1_doctor/checks/probes.py).
+"""Decision rows for the doctor's own probes (shop_r1_doctor/checks/probes.py): each row's
+codes, severities and the facts its findings must name; the wording is in
+tests/fixtures/golden/checks/probes.txt.
 
 Probe names are those probes/collect.py writes: `torch`, `gpu`, `host`, ... and
 `imports.<group>` (flash_attn, flash_attn_interface, vllm, deepspeed, apex); statuses
@@ -9,42 +11,39 @@ are isolate.py's (ok, error, timeout, crash, skipped). Hand-worked rules:
 - a timeout is an error for torch only; an import's timeout is a warning even if needed;
 - an `error` status is PROBE_ERROR (info) except for imports (the import rows report
   those); torch's import failure (not a crash/timeout) is TORCH_IMPORT_FAILED.
+- the detail says what the failure costs: torch's is training's, a needed import's is
+  the plan's ("The plan needs"), any other probe's is its facts ("unknown").
 """
 
 from __future__ import annotations
 
+from typing import Any
+
 import pytest
+from check_wording import assert_row, found
+from snapshots import snapshot
 
 from shop_r1_doctor.checks.probes import probe_status, torch_import
-from shop_r1_doctor.facts import Facts
 
-TORCH_IMPACT = "Training imports torch the same way: it will crash or hang the same way."
-NEEDED = "The plan needs this package; training will hit the same failure."
-UNKNOWN = "The facts this probe collects are unknown; other checks skip them."
-BY_HAND_TORCH = 'python -c "import torch; print(torch.cuda.is_available())"'
-DOCTOR_V = "shop-r1 doctor -v (shows each probe's detail)"
-WSL_DETAIL = (
-    "'free(): double free detected in tcache 2' then SIGABRT in torch.cuda.is_available(): "
-    "a WSL driver/CUDA_VISIBLE_DEVICES problem."
-)
-WSL_FIX = (
-    "unset CUDA_VISIBLE_DEVICES (or valid indices); update or roll back the Windows NVIDIA driver"
-)
+# what the failure costs (the detail), as the row must see it named
+TRAINING, NEEDED, UNKNOWN = "Training", "plan needs", "unknown"
+TORCH = (TRAINING, 'python -c "import torch; print(torch.cuda.is_available())"')
+DOCTOR_V = "shop-r1 doctor -v"
 
 
-def _snap(probes: dict, plan: dict | None = None, wsl: int | None = None) -> Facts:
-    snap: dict = {"probes": probes, "host": {"os": "linux", "wsl": wsl}}
+def _by_hand(module: str) -> str:
+    return f'python -c "import {module}"'
+
+
+def _snap(probes: dict, plan: dict | None = None, wsl: int | None = None) -> dict:
+    sections: dict = {"probes": probes, "host": {"os": "linux", "wsl": wsl}}
     if plan is not None:
-        snap["plan"] = plan
-    return Facts(snap)
+        sections["plan"] = plan
+    return snapshot(**sections)
 
 
-def _rows(findings) -> list[tuple[str, str, str, str, str | None]]:
-    return [(f.code, f.severity, f.title, f.detail, f.fix) for f in findings]
-
-
-# (case, probes, plan, wsl, expected [(code, severity, title, detail, fix)])
-STATUS_ROWS = [
+# (case, probes, plan, wsl, expected [(code, severity, *facts)])
+STATUS_ROWS: list[tuple[Any, ...]] = [
     ("all ok", {"torch": {"status": "ok"}, "gpu": {"status": "ok"}}, None, None, []),
     (
         "skipped imports under --fast",
@@ -59,45 +58,21 @@ STATUS_ROWS = [
         {"gpu": "crash", "torch": {"status": "crash", "detail": "killed by SIGSEGV"}},
         None,
         None,
-        [
-            (
-                "PROBE_CRASH",
-                "error",
-                "probe 'torch' crashed: killed by SIGSEGV",
-                TORCH_IMPACT,
-                BY_HAND_TORCH,
-            )
-        ],
+        [("PROBE_CRASH", "error", "'torch'", "killed by SIGSEGV", *TORCH)],
     ),
     (
         "torch crashes on native Linux",
         {"torch": {"status": "crash", "detail": "killed by SIGSEGV"}},
         None,
         None,
-        [
-            (
-                "PROBE_CRASH",
-                "error",
-                "probe 'torch' crashed: killed by SIGSEGV",
-                TORCH_IMPACT,
-                BY_HAND_TORCH,
-            )
-        ],
+        [("PROBE_CRASH", "error", "'torch'", "killed by SIGSEGV", *TORCH)],
     ),
     (
         "torch crashes without a detail",
         {"torch": {"status": "crash", "detail": None}},
         None,
         None,
-        [
-            (
-                "PROBE_CRASH",
-                "error",
-                "probe 'torch' crashed: killed by a signal",
-                TORCH_IMPACT,
-                BY_HAND_TORCH,
-            )
-        ],
+        [("PROBE_CRASH", "error", "'torch'", "killed by a signal", *TORCH)],
     ),
     (
         "torch crashes on WSL2: the double free",
@@ -108,9 +83,9 @@ STATUS_ROWS = [
             (
                 "WSL_CUDA_INIT_DOUBLE_FREE",
                 "error",
-                "torch's CUDA initialisation crashed on WSL2 (killed by SIGABRT: free(): double free)",
-                WSL_DETAIL,
-                WSL_FIX,
+                "WSL2",
+                "(killed by SIGABRT: free(): double free)",
+                "unset CUDA_VISIBLE_DEVICES",
             )
         ],
     ),
@@ -119,15 +94,7 @@ STATUS_ROWS = [
         {"torch": {"status": "crash"}},
         None,
         1,
-        [
-            (
-                "WSL_CUDA_INIT_DOUBLE_FREE",
-                "error",
-                "torch's CUDA initialisation crashed on WSL1 (killed by a signal)",
-                WSL_DETAIL,
-                WSL_FIX,
-            )
-        ],
+        [("WSL_CUDA_INIT_DOUBLE_FREE", "error", "WSL1", "(killed by a signal)")],
     ),
     (
         "flash_attn crashes on WSL: not torch, so a plain probe crash (needed by FA2)",
@@ -138,9 +105,10 @@ STATUS_ROWS = [
             (
                 "PROBE_CRASH",
                 "error",
-                "probe 'imports.flash_attn' crashed: killed by SIGSEGV",
+                "'imports.flash_attn'",
+                "killed by SIGSEGV",
                 NEEDED,
-                'python -c "import flash_attn"',
+                _by_hand("flash_attn"),
             )
         ],
     ),
@@ -153,9 +121,10 @@ STATUS_ROWS = [
             (
                 "PROBE_CRASH",
                 "warning",
-                "probe 'imports.flash_attn' crashed: killed by SIGILL",
+                "'imports.flash_attn'",
+                "killed by SIGILL",
                 UNKNOWN,
-                'python -c "import flash_attn"',
+                _by_hand("flash_attn"),
             )
         ],
     ),
@@ -168,9 +137,10 @@ STATUS_ROWS = [
             (
                 "PROBE_CRASH",
                 "error",
-                "probe 'imports.flash_attn_interface' crashed: killed by SIGBUS",
+                "'imports.flash_attn_interface'",
+                "killed by SIGBUS",
                 NEEDED,
-                'python -c "import flash_attn_interface"',
+                _by_hand("flash_attn_interface"),
             )
         ],
     ),
@@ -183,9 +153,10 @@ STATUS_ROWS = [
             (
                 "PROBE_CRASH",
                 "warning",
-                "probe 'imports.flash_attn' crashed: killed by SIGSEGV",
+                "'imports.flash_attn'",
+                "killed by SIGSEGV",
                 UNKNOWN,
-                'python -c "import flash_attn"',
+                _by_hand("flash_attn"),
             )
         ],
     ),
@@ -198,9 +169,10 @@ STATUS_ROWS = [
             (
                 "PROBE_CRASH",
                 "error",
-                "probe 'imports.vllm' crashed: killed by SIGABRT",
+                "'imports.vllm'",
+                "killed by SIGABRT",
                 NEEDED,
-                'python -c "import vllm"',
+                _by_hand("vllm"),
             )
         ],
     ),
@@ -213,9 +185,10 @@ STATUS_ROWS = [
             (
                 "PROBE_CRASH",
                 "warning",
-                "probe 'imports.vllm' crashed: killed by SIGABRT",
+                "'imports.vllm'",
+                "killed by SIGABRT",
                 UNKNOWN,
-                'python -c "import vllm"',
+                _by_hand("vllm"),
             )
         ],
     ),
@@ -228,9 +201,10 @@ STATUS_ROWS = [
             (
                 "PROBE_CRASH",
                 "warning",
-                "probe 'imports.deepspeed' crashed: killed by SIGSEGV",
+                "'imports.deepspeed'",
+                "killed by SIGSEGV",
                 UNKNOWN,
-                'python -c "import deepspeed"',
+                _by_hand("deepspeed"),
             )
         ],
     ),
@@ -239,45 +213,21 @@ STATUS_ROWS = [
         {"gpu": {"status": "crash", "detail": "killed by SIGSEGV"}},
         None,
         None,
-        [
-            (
-                "PROBE_CRASH",
-                "warning",
-                "probe 'gpu' crashed: killed by SIGSEGV",
-                UNKNOWN,
-                DOCTOR_V,
-            )
-        ],
+        [("PROBE_CRASH", "warning", "'gpu'", "killed by SIGSEGV", UNKNOWN, DOCTOR_V)],
     ),
     (
         "torch hangs: an error, even on WSL",
         {"torch": {"status": "timeout", "detail": "no answer in 20 s"}},
         None,
         2,
-        [
-            (
-                "PROBE_TIMEOUT",
-                "error",
-                "probe 'torch' did not answer (no answer in 20 s)",
-                TORCH_IMPACT,
-                BY_HAND_TORCH,
-            )
-        ],
+        [("PROBE_TIMEOUT", "error", "'torch'", "(no answer in 20 s)", *TORCH)],
     ),
     (
         "torch hangs without a detail",
         {"torch": {"status": "timeout", "detail": ""}},
         None,
         None,
-        [
-            (
-                "PROBE_TIMEOUT",
-                "error",
-                "probe 'torch' did not answer (timed out)",
-                TORCH_IMPACT,
-                BY_HAND_TORCH,
-            )
-        ],
+        [("PROBE_TIMEOUT", "error", "'torch'", "(timed out)", *TORCH)],
     ),
     (
         "vllm hangs with use_vllm: a warning that says the plan needs it",
@@ -288,9 +238,10 @@ STATUS_ROWS = [
             (
                 "PROBE_TIMEOUT",
                 "warning",
-                "probe 'imports.vllm' did not answer (no answer in 40 s)",
+                "'imports.vllm'",
+                "(no answer in 40 s)",
                 NEEDED,
-                'python -c "import vllm"',
+                _by_hand("vllm"),
             )
         ],
     ),
@@ -303,9 +254,10 @@ STATUS_ROWS = [
             (
                 "PROBE_TIMEOUT",
                 "warning",
-                "probe 'imports.apex' did not answer (no answer in 20 s)",
+                "'imports.apex'",
+                "(no answer in 20 s)",
                 UNKNOWN,
-                'python -c "import apex"',
+                _by_hand("apex"),
             )
         ],
     ),
@@ -318,7 +270,8 @@ STATUS_ROWS = [
             (
                 "PROBE_TIMEOUT",
                 "warning",
-                "probe 'ray' did not answer (no answer in 2 s)",
+                "'ray'",
+                "(no answer in 2 s)",
                 UNKNOWN,
                 DOCTOR_V,
             )
@@ -329,30 +282,14 @@ STATUS_ROWS = [
         {"gpu": {"status": "error", "detail": "NVMLError: Unknown"}},
         None,
         None,
-        [
-            (
-                "PROBE_ERROR",
-                "info",
-                "probe 'gpu' failed: NVMLError: Unknown",
-                UNKNOWN,
-                "see the detail",
-            )
-        ],
+        [("PROBE_ERROR", "info", "'gpu'", "NVMLError: Unknown", UNKNOWN)],
     ),
     (
         "the torch probe raises (not a crash)",
         {"torch": {"status": "error", "detail": "exit 1: boom"}},
         None,
         None,
-        [
-            (
-                "PROBE_ERROR",
-                "info",
-                "probe 'torch' failed: exit 1: boom",
-                TORCH_IMPACT,
-                "see the detail",
-            )
-        ],
+        [("PROBE_ERROR", "info", "'torch'", "exit 1: boom", TRAINING)],
     ),
     (
         "an import's error is left to the import rows",
@@ -372,21 +309,9 @@ STATUS_ROWS = [
         {"use_vllm": True},
         None,
         [
-            ("PROBE_ERROR", "info", "probe 'gpu' failed: x", UNKNOWN, "see the detail"),
-            (
-                "PROBE_CRASH",
-                "error",
-                "probe 'imports.vllm' crashed: killed by SIGSEGV",
-                NEEDED,
-                'python -c "import vllm"',
-            ),
-            (
-                "PROBE_TIMEOUT",
-                "error",
-                "probe 'torch' did not answer (no answer in 20 s)",
-                TORCH_IMPACT,
-                BY_HAND_TORCH,
-            ),
+            ("PROBE_ERROR", "info", "'gpu'", "x", UNKNOWN),
+            ("PROBE_CRASH", "error", "'imports.vllm'", NEEDED, _by_hand("vllm")),
+            ("PROBE_TIMEOUT", "error", "'torch'", "(no answer in 20 s)", *TORCH),
         ],
     ),
 ]
@@ -398,16 +323,25 @@ STATUS_ROWS = [
     ids=[r[0] for r in STATUS_ROWS],
 )
 def test_probe_status_rows(probes: dict, plan: dict | None, wsl: int | None, expected) -> None:
-    assert _rows(probe_status(_snap(probes, plan, wsl))) == expected
+    assert_row(probe_status, _snap(probes, plan, wsl), expected)
 
 
 # ----------------------------------------------------------------- torch does not import
-REINSTALL = "python3 -m pip install --force-reinstall torch --index-url https://download.pytorch.org/whl/cu130"
+REINSTALL = "install --force-reinstall torch --index-url https://download.pytorch.org/whl/cu130"
 CUDNN = "ImportError: libcudnn.so.9: cannot open shared object file: No such file or directory"
 LONG = "OSError: " + "x" * 200 + "\nmore"
 
-# (case, torch facts, packages, expected [(title, detail)])
-IMPORT_ROWS = [
+
+def _import_snap(torch: dict | None, packages: dict) -> dict:
+    return snapshot(packages=packages, **({} if torch is None else {"torch": torch}))
+
+
+def _failed(*facts: str) -> list[tuple]:
+    return [("TORCH_IMPORT_FAILED", "error", *facts, REINSTALL)]
+
+
+# (case, torch facts, packages, expected [(code, severity, *facts)])
+IMPORT_ROWS: list[tuple[Any, ...]] = [
     ("torch imported", {"version": "2.9.0+cu130", "error": None}, {}, []),
     ("no torch facts", None, {"torch": {"version": "2.9.0"}}, []),
     ("an error but a version: the import worked", {"version": "2.9.0", "error": "x"}, {}, []),
@@ -419,19 +353,20 @@ IMPORT_ROWS = [
         "cuDNN missing, the dist's version known",
         {"error": CUDNN},
         {"torch": {"version": "2.9.0+cu130"}},
-        [(f"torch 2.9.0+cu130 does not import: {CUDNN}", CUDNN)],
+        _failed("torch 2.9.0+cu130", CUDNN),
     ),
     (
         "the dist's version unknown: no double space",
         {"error": CUDNN},
         {},
-        [(f"torch does not import: {CUDNN}", CUDNN)],
+        _failed("torch", CUDNN),
     ),
     (
         "a long multi-line error: the first line, 160 characters",
         {"error": LONG},
         {"torch": {"version": "2.8.0"}},
-        [(f"torch 2.8.0 does not import: {LONG[:160]}", LONG)],
+        # the title ends after 160 characters: the newline that follows is the detail's
+        _failed("torch 2.8.0", f"{LONG[:160]}\n", LONG),
     ),
 ]
 
@@ -442,11 +377,12 @@ IMPORT_ROWS = [
     ids=[r[0] for r in IMPORT_ROWS],
 )
 def test_torch_import_rows(torch: dict | None, packages: dict, expected) -> None:
-    snap: dict = {"packages": packages}
-    if torch is not None:
-        snap["torch"] = torch
-    found = list(torch_import(Facts(snap)))
-    assert [(f.title, f.detail) for f in found] == expected
-    assert all(
-        (f.code, f.severity, f.fix) == ("TORCH_IMPORT_FAILED", "error", REINSTALL) for f in found
-    )
+    snap = _import_snap(torch, packages)
+    assert_row(torch_import, snap, expected)
+    assert [f.title for f in found(torch_import, snap) if "  " in f.title] == []
+
+
+SNAPSHOTS = [
+    *[(r[0], _snap(*r[1:4])) for r in STATUS_ROWS],
+    *[(r[0], _import_snap(*r[1:3])) for r in IMPORT_ROWS],
+]
