@@ -1,8 +1,16 @@
 """The typed sections (host, driver, env, imports, cuda_toolkit, probes, ray, docker):
-decoded field by field, "not probed" distinct from "absent", and every field has a writer."""
+decoded field by field, "not probed" distinct from "absent", and every input of a check
+has a writer.
+
+Three guarantees keep a check from being a stub that only hand-written fixtures can fire:
+mypy proves a check reads only declared fields; the tests below prove each declared field
+is written by a probe or dump parser, and each environment variable read by name is one
+the env probe keeps.
+"""
 
 from __future__ import annotations
 
+import ast
 import json
 import re
 from pathlib import Path
@@ -11,9 +19,11 @@ import msgspec
 import pytest
 from repo_paths import ROOT
 
+from shop_r1_doctor import facts as facts_module
 from shop_r1_doctor import sections
 from shop_r1_doctor.checks import run_checks
 from shop_r1_doctor.facts import NOT_PROBED, Facts
+from shop_r1_doctor.probes.env import relevant
 from shop_r1_doctor.render.facts_text import platform_facts
 from shop_r1_doctor.sections import DriverFacts, HostFacts, PythonFacts
 from shop_r1_doctor.setup.execute import SetupResult, StepResult, _read_doctor
@@ -149,19 +159,25 @@ def _unwritten(structs: list[type[msgspec.Struct]]) -> list[str]:
     ]
 
 
+def _records() -> list[type[msgspec.Struct]]:
+    """Every typed record a check reads: the sections, torch's, the GPUs', the packages'."""
+    return [
+        v
+        for module in (sections, facts_module)
+        for v in vars(module).values()
+        if isinstance(v, type) and issubclass(v, msgspec.Struct) and v.__module__ == module.__name__
+    ]
+
+
 def test_every_section_field_has_a_writer():
     # A field no probe or parser writes is a check input that can only come from a
     # hand-written fixture: mypy proves the checks read declared fields, this that
     # each declared field is written.
-    structs = [
-        v
-        for v in vars(sections).values()
-        if isinstance(v, type)
-        and issubclass(v, msgspec.Struct)
-        and v.__module__ == sections.__name__
-    ]
-    assert len(structs) >= 10
-    assert _unwritten(structs) == []
+    records = _records()
+    assert {"HostFacts", "TorchFacts", "GpuFacts", "GpuProcess", "PackageFacts"} <= {
+        r.__name__ for r in records
+    }
+    assert _unwritten(records) == []
 
 
 def test_the_writer_audit_sees_an_unwritten_field():
@@ -169,3 +185,75 @@ def test_the_writer_audit_sees_an_unwritten_field():
         gpu_direct_rdma_enabled: bool | None = None
 
     assert _unwritten([Planted]) == ["Planted.gpu_direct_rdma_enabled"]
+
+
+def _env_reads(source: str) -> set[str]:
+    """Variables read by a literal name: `facts.env_value("X")`, `env_set(facts, "X")`."""
+    return {
+        arg.value
+        for node in ast.walk(ast.parse(source))
+        if isinstance(node, ast.Call)
+        and getattr(node.func, "attr", getattr(node.func, "id", "")) in ("env_value", "env_set")
+        for arg in node.args
+        if isinstance(arg, ast.Constant) and isinstance(arg.value, str)
+    }
+
+
+def _unkept(sources: list[Path]) -> list[str]:
+    return sorted(
+        f"{p.stem}: {n}" for p in sources for n in _env_reads(p.read_text()) if not relevant(n)
+    )
+
+
+def test_every_env_var_read_by_name_is_kept_by_the_env_probe():
+    # The env probe keeps an allowlist; a variable outside it is never in a snapshot, so
+    # the branch that reads it can only fire on a fixture.
+    sources = sorted((ROOT / "shop_r1_doctor").rglob("*.py"))
+    read = {n for p in sources for n in _env_reads(p.read_text())}
+    assert {"CUDA_VISIBLE_DEVICES", "NCCL_P2P_DISABLE", "no_proxy"} <= read  # the scan sees them
+    assert _unkept(sources) == []
+
+
+def test_the_env_audit_sees_an_unkept_variable(tmp_path: Path):
+    planted = tmp_path / "planted.py"
+    planted.write_text(
+        "def c(facts):\n"
+        "    return facts.env_value('SOME_UNKEPT_VAR') or env_set(facts, 'NCCL_DEBUG')\n"
+    )
+    assert _unkept([planted]) == ["planted: SOME_UNKEPT_VAR"]
+
+
+# The plan's output_dir and the host probe's disk table must be compared in one spelling:
+# relative plan paths resolve against the probed cwd, `~` is the redacted home.
+PATH_CASES = [
+    # (plan output_dir, probed cwd, disk table key, fires)
+    ("runs/sft", "~/proj", "~/proj/runs/sft", True),
+    ("./runs/sft", "~/proj", "~/proj/runs/sft", True),
+    ("runs/sft", "~/proj", "~/proj", True),  # the longest covering prefix
+    ("~/ckpt", "/srv", "~/ckpt", True),
+    ("/mnt/big/ckpt", "~/proj", "~/proj", False),  # another file system, not probed
+    ("runs/sft", "/other", "~/proj", False),
+]
+
+
+@pytest.mark.parametrize(("out", "cwd", "key", "fires"), PATH_CASES)
+def test_disk_check_reads_plan_paths_in_the_probes_spelling(out, cwd, key, fires):
+    snapshot = {
+        "host": {"paths": {"cwd": cwd}, "disk_free_bytes": {key: 2 * 2**30}},
+        "plan": {"model_params": 1_500_000_000, "output_dir": out},
+    }
+    assert ("DISK_FULL_AT_CHECKPOINT" in codes(snapshot)) is fires
+
+
+def test_live_probe_and_check_agree_on_a_relative_output_dir(tmp_path):
+    """The probe's own table (real disk) with a relative plan path: the check finds it."""
+    from doctor_fakes import make_deps
+
+    from shop_r1_doctor.probes.host import probe_host
+
+    deps = make_deps(tmp_path, cwd=tmp_path / "proj", home=str(tmp_path), output_dir="runs/sft")
+    (tmp_path / "proj").mkdir()
+    host = probe_host(deps)
+    facts = Facts({"host": host, "plan": {"output_dir": "runs/sft"}})
+    assert facts.probed_path("runs/sft") == "~/proj/runs/sft"
+    assert "~/proj/runs/sft" in host["disk_free_bytes"]
