@@ -1,256 +1,204 @@
 """Decision rows for the plan checks (shop_r1_doctor/checks/plan.py): bf16, Liger, the
-self-certainty term, dataset paths and env references. Batch arithmetic and truncation:
-test_plan_rows_batch.py; vLLM server mode: test_plan_rows_server.py; disk:
-test_plan_rows_disk.py."""
+self-certainty term, dataset paths, env references and the disk the checkpoints need;
+each row's codes, severities and the facts its findings must name; the wording is in
+tests/fixtures/golden/checks/plan.txt. Batch arithmetic and truncation:
+test_plan_rows_batch.py; vLLM server mode: test_plan_rows_server.py.
+
+Disk, hand-worked: a checkpoint holds the weights and AdamW's two moments in the training
+dtype (4 bytes/param, 2 only in pure half precision: master_fp32 false with bf16 or
+fp16), or the weights alone with save_only_model; need = save_total_limit (default 1) x
+checkpoint + the final model (weights); it fires when need > free. The free space is the
+probe's value for the output dir (a relative dir joined to the probed cwd, or found by
+its tail when no cwd was recorded), else that of the longest recorded path containing it.
+"""
 
 from __future__ import annotations
 
+import json
+
 import pytest
+from check_wording import assert_row, found
+from repo_paths import FIXTURES
 
 from shop_r1_doctor.checks.plan import (
     bf16_pre_ampere,
     dataset_path,
+    disk_at_checkpoint,
     env_references,
     liger_requested,
     self_certainty_group_scaled,
 )
-from shop_r1_doctor.facts import Facts
 
 A100 = {"index": 0, "name": "NVIDIA A100-SXM4-80GB", "compute_capability": "8.0"}
 H100 = {"index": 0, "name": "NVIDIA H100 80GB HBM3", "compute_capability": "9.0"}
-H200 = {"index": 0, "name": "NVIDIA H200", "compute_capability": "9.0"}
 T4 = {"index": 0, "name": "Tesla T4", "compute_capability": "7.5"}
 V100 = {"index": 0, "name": "Tesla V100-SXM2-32GB", "compute_capability": "7.0"}
 
 
-def _found(check, snap: dict) -> list[tuple[str, str, str, str, str | None]]:
-    return [(f.code, f.severity, f.title, f.detail, f.fix) for f in check(Facts(snap))]
-
-
 # ----------------------------------------------------------------- bf16 before Ampere
-BF16_DETAIL = "'Bfloat16 is only supported on GPUs with compute capability of at least 8.0.'"
-BF16_FIX = "bf16: false, fp16: true in the config (vLLM: --dtype half)"
+def _bf16(gpu: str, cc: str) -> list[tuple]:
+    return [("BF16_PRE_AMPERE", "error", gpu, f"cc {cc}", "8.0", "bf16: false", "fp16: true")]
 
-# (case, bf16, gpus, expected title or None)
+
+def _bf16_snap(bf16: bool | None, gpus: list[dict]) -> dict:
+    return {"gpus": gpus, "plan": {"bf16": bf16}}
+
+
 BF16_ROWS = [
-    ("a T4", True, [T4], "bf16 requested but Tesla T4 is cc 7.5 (bf16 needs 8.0)"),
-    ("an A100: exactly 8.0", True, [A100], None),
+    ("a T4", _bf16_snap(True, [T4]), _bf16("Tesla T4", "7.5")),
+    ("an A100: exactly 8.0", _bf16_snap(True, [A100]), []),
     (
         "two V100s",
-        True,
-        [V100, {**V100, "index": 1}],
-        "bf16 requested but 2x Tesla V100-SXM2-32GB is cc 7.0 (bf16 needs 8.0)",
+        _bf16_snap(True, [V100, {**V100, "index": 1}]),
+        _bf16("2x Tesla V100-SXM2-32GB", "7.0"),
     ),
+    ("an H100 and a T4: the T4", _bf16_snap(True, [H100, T4]), _bf16("Tesla T4", "7.5")),
     (
-        "an H100 and a T4: the T4",
-        True,
-        [H100, T4],
-        "bf16 requested but Tesla T4 is cc 7.5 (bf16 needs 8.0)",
+        "a GPU whose capability is unknown",
+        _bf16_snap(True, [{"index": 0, "name": "NVIDIA Mystery"}]),
+        [],
     ),
-    ("a GPU whose capability is unknown", True, [{"index": 0, "name": "NVIDIA Mystery"}], None),
-    ("a T4, bf16 off", False, [T4], None),
-    ("a T4, bf16 not said", None, [T4], None),
+    ("a T4, bf16 off", _bf16_snap(False, [T4]), []),
+    ("a T4, bf16 not said", _bf16_snap(None, [T4]), []),
 ]
 
 
-@pytest.mark.parametrize(
-    ("bf16", "gpus", "title"), [r[1:] for r in BF16_ROWS], ids=[r[0] for r in BF16_ROWS]
-)
-def test_bf16_rows(bf16, gpus, title) -> None:
-    rows = _found(bf16_pre_ampere, {"gpus": gpus, "plan": {"bf16": bf16}})
-    assert rows == ([("BF16_PRE_AMPERE", "error", title, BF16_DETAIL, BF16_FIX)] if title else [])
+@pytest.mark.parametrize(("case", "s", "want"), BF16_ROWS, ids=[r[0] for r in BF16_ROWS])
+def test_bf16_rows(case, s, want) -> None:
+    assert_row(bf16_pre_ampere, s, want)
 
 
 # ----------------------------------------------------------------- Liger requested
-LIGER_FIX = (
-    "python3 -m pip install liger-kernel (Linux + CUDA: it needs Triton), or liger_kernel: off"
-)
-LIGER_MISSING = (
-    "transformers raises 'You need to install liger-kernel version ... to use this option' "
-    "when the Trainer starts."
-)
 ABSENT = object()
 
-# (case, use_liger_kernel, liger-kernel record (ABSENT: not looked), import ok, error, expected (title, detail))
-LIGER_ROWS = [
-    (
-        "requested, not installed",
-        True,
-        None,
-        None,
-        "",
-        ("use_liger_kernel requested but liger-kernel is not installed", LIGER_MISSING),
-    ),
-    (
-        "requested, installed, does not import",
-        True,
-        {"version": "0.6.2"},
-        False,
-        "ImportError: cannot import name 'triton'",
-        (
-            "use_liger_kernel requested but liger_kernel does not import (liger-kernel 0.6.2)",
-            "ImportError: cannot import name 'triton'",
-        ),
-    ),
-    (
-        "requested, not looked for, does not import",
-        True,
-        ABSENT,
-        False,
-        "ModuleNotFoundError: No module named 'liger_kernel'",
-        (
-            "use_liger_kernel requested but liger_kernel does not import",
-            "ModuleNotFoundError: No module named 'liger_kernel'",
-        ),
-    ),
-    ("requested, installed, imports", True, {"version": "0.6.2"}, True, "", None),
-    ("requested, installed, import unknown", True, {"version": "0.6.2"}, None, "", None),
-    ("not requested, not installed", False, None, None, "", None),
-    ("not said, not installed", None, None, None, "", None),
-]
 
-
-@pytest.mark.parametrize(
-    ("use", "record", "ok", "error", "expected"),
-    [r[1:] for r in LIGER_ROWS],
-    ids=[r[0] for r in LIGER_ROWS],
-)
-def test_liger_rows(use, record, ok, error, expected) -> None:
+def _liger_snap(use: bool | None, record=ABSENT, ok: bool | None = None, error: str = "") -> dict:
     snap: dict = {"plan": {"use_liger_kernel": use}, "packages": {}}
     if record is not ABSENT:
         snap["packages"]["liger-kernel"] = record
     if ok is not None:
         snap["imports"] = {"liger_kernel.transformers": {"ok": ok, "error": error}}
-    rows = _found(liger_requested, snap)
-    if expected is None:
-        assert rows == []
-    else:
-        title, detail = expected
-        assert rows == [("LIGER_REQUESTED_NOT_INSTALLED", "error", title, detail, LIGER_FIX)]
+    return snap
+
+
+def _liger(*named: str) -> list[tuple]:
+    fix = ("pip install liger-kernel", "liger_kernel: off")
+    return [("LIGER_REQUESTED_NOT_INSTALLED", "error", "use_liger_kernel", *named, *fix)]
+
+
+TRITON = "ImportError: cannot import name 'triton'"
+NO_LIGER = "ModuleNotFoundError: No module named 'liger_kernel'"
+LIGER_ROWS = [
+    ("requested, not installed", _liger_snap(True, None), _liger("not installed")),
+    (
+        "requested, installed, does not import",
+        _liger_snap(True, {"version": "0.6.2"}, False, TRITON),
+        _liger("does not import", "(liger-kernel 0.6.2)", TRITON),
+    ),
+    (
+        "requested, not looked for, does not import",
+        _liger_snap(True, ABSENT, False, NO_LIGER),
+        _liger("does not import", NO_LIGER),
+    ),
+    ("requested, installed, imports", _liger_snap(True, {"version": "0.6.2"}, True), []),
+    ("requested, installed, import unknown", _liger_snap(True, {"version": "0.6.2"}), []),
+    ("not requested, not installed", _liger_snap(False, None), []),
+    ("not said, not installed", _liger_snap(None, None), []),
+]
+
+
+@pytest.mark.parametrize(("case", "s", "want"), LIGER_ROWS, ids=[r[0] for r in LIGER_ROWS])
+def test_liger_rows(case, s, want) -> None:
+    assert_row(liger_requested, s, want)
+
+
+def test_liger_not_looked_for_names_no_version() -> None:
+    (f,) = found(liger_requested, LIGER_ROWS[2][1])
+    assert "liger-kernel 0" not in f.title
 
 
 # ----------------------------------------------------------------- self-certainty under group scaling
-SC_DETAIL = (
-    "On an H100 (28M model, synthetic sessions) 38-65% of groups tied without it; with it "
-    "GRPO sharpened the rationale and held-out exact match fell 3 points (16.1% -> 13.2%); "
-    "without it the same SFT model rose to 19.7%."
-)
-SC_FIX = (
-    "self_certainty_weight: 0 (the trainer's default), or keep it and watch held-out exact "
-    "match, not the training reward"
-)
+def _sc(weight: str) -> list[tuple]:
+    return [
+        (
+            "GRPO_SELF_CERTAINTY_GROUP_SCALED",
+            "warning",
+            f"self_certainty_weight {weight} ",
+            "scale_rewards=group",
+            "self_certainty_weight: 0",
+        )
+    ]
 
-# (case, plan, expected weight text or None)
+
 SC_ROWS = [
-    ("grpo, 0.1, TRL's default scaling", {"task": "grpo", "self_certainty_weight": 0.1}, "0.1"),
+    ("grpo, 0.1, TRL's default scaling", {"task": "grpo", "self_certainty_weight": 0.1}, _sc("0.1")),
     (
         "grpo, 0.05, scale_rewards=group",
         {"task": "grpo", "self_certainty_weight": 0.05, "scale_rewards": "group"},
-        "0.05",
+        _sc("0.05"),
     ),
-    ("grpo, weight 1 (an integer)", {"task": "grpo", "self_certainty_weight": 1}, "1"),
+    ("grpo, weight 1 (an integer)", {"task": "grpo", "self_certainty_weight": 1}, _sc("1")),
     (
         "grpo, scale_rewards=batch",
         {"task": "grpo", "self_certainty_weight": 0.1, "scale_rewards": "batch"},
-        None,
+        [],
     ),
     (
         "grpo, scale_rewards=none",
         {"task": "grpo", "self_certainty_weight": 0.1, "scale_rewards": "none"},
-        None,
+        [],
     ),
-    ("grpo, weight 0", {"task": "grpo", "self_certainty_weight": 0}, None),
-    ("grpo, no weight", {"task": "grpo"}, None),
-    ("sft with a weight", {"task": "sft", "self_certainty_weight": 0.1}, None),
-]
+    ("grpo, weight 0", {"task": "grpo", "self_certainty_weight": 0}, []),
+    ("grpo, no weight", {"task": "grpo"}, []),
+    ("sft with a weight", {"task": "sft", "self_certainty_weight": 0.1}, []),
+]  # fmt: skip
 
 
-@pytest.mark.parametrize(("plan", "weight"), [r[1:] for r in SC_ROWS], ids=[r[0] for r in SC_ROWS])
-def test_self_certainty_rows(plan, weight) -> None:
-    rows = _found(self_certainty_group_scaled, {"plan": plan})
-    title = (
-        f"self_certainty_weight {weight} with scale_rewards=group: the confidence term alone "
-        "sets the advantage in groups whose task rewards tie"
-    )
-    expected = ("GRPO_SELF_CERTAINTY_GROUP_SCALED", "warning", title, SC_DETAIL, SC_FIX)
-    assert rows == ([expected] if weight else [])
+@pytest.mark.parametrize(("case", "plan", "want"), SC_ROWS, ids=[r[0] for r in SC_ROWS])
+def test_self_certainty_rows(case, plan, want) -> None:
+    assert_row(self_certainty_group_scaled, {"plan": plan}, want)
 
 
 # ----------------------------------------------------------------- a dataset repository root
-ROOT_DETAIL = "load_dataset('parquet', data_files=...) needs files: a repo root fails to resolve."
+def _root(path: str, repo: str, files: str) -> list[tuple]:
+    return [
+        (
+            "DATASET_PATH_NOT_FILES",
+            "error",
+            f"dataset={path} ",
+            f"dataset: {files}/data/<file>.parquet",
+            f"load_dataset('{repo}')",
+        )
+    ]
 
-# (case, dataset, expected (title path, fix) or None)
+
+SESSIONS = "hf://datasets/ecom/sessions"
 DATASET_ROWS = [
-    (
-        "a repository root",
-        "hf://datasets/ecom/sessions",
-        "dataset: hf://datasets/ecom/sessions/data/<file>.parquet "
-        "(or load_dataset('ecom/sessions'))",
-    ),
-    (
-        "a root with a slash",
-        "hf://datasets/ecom/sessions/",
-        "dataset: hf://datasets/ecom/sessions/data/<file>.parquet "
-        "(or load_dataset('ecom/sessions'))",
-    ),
+    ("a repository root", SESSIONS, _root(SESSIONS, "ecom/sessions", SESSIONS)),
+    ("a root with a slash", SESSIONS + "/", _root(SESSIONS + "/", "ecom/sessions", SESSIONS)),
     (
         "a root at a revision",
-        "hf://datasets/ecom/sessions@v1",
-        "dataset: hf://datasets/ecom/sessions@v1/data/<file>.parquet "
-        "(or load_dataset('ecom/sessions@v1'))",
+        SESSIONS + "@v1",
+        _root(SESSIONS + "@v1", "ecom/sessions@v1", SESSIONS + "@v1"),
     ),
-    ("a parquet file", "hf://datasets/ecom/sessions/data/train-00000.parquet", None),
-    ("a local file", "data/sessions.jsonl", None),
-    ("a model repository", "hf://ecom/sessions", None),
-    ("not said", None, None),
+    ("a parquet file", SESSIONS + "/data/train-00000.parquet", []),
+    ("a local file", "data/sessions.jsonl", []),
+    ("a model repository", "hf://ecom/sessions", []),
+    ("not said", None, []),
 ]
 
 
-@pytest.mark.parametrize(
-    ("path", "fix"), [r[1:] for r in DATASET_ROWS], ids=[r[0] for r in DATASET_ROWS]
-)
-def test_dataset_path_rows(path, fix) -> None:
-    rows = _found(dataset_path, {"plan": {"dataset": path}})
-    title = f"dataset={path} is a dataset repository root, not data files"
-    assert rows == ([("DATASET_PATH_NOT_FILES", "error", title, ROOT_DETAIL, fix)] if fix else [])
+@pytest.mark.parametrize(("case", "path", "want"), DATASET_ROWS, ids=[r[0] for r in DATASET_ROWS])
+def test_dataset_path_rows(case, path, want) -> None:
+    assert_row(dataset_path, {"plan": {"dataset": path}}, want)
 
 
 # ----------------------------------------------------------------- ${VAR} in the config
-ENV_DETAIL = "An empty value becomes None and fails config validation with a TypeError."
-
-# (case, env_refs, env section (ABSENT: not collected), expected [(name, state)])
-ENV_ROWS = [
-    ("set", ["WANDB_PROJECT"], {"WANDB_PROJECT": "shop"}, []),
-    ("unset", ["WANDB_PROJECT"], {"HF_HOME": "/data/hf"}, [("WANDB_PROJECT", "unset")]),
-    ("empty", ["WANDB_PROJECT"], {"WANDB_PROJECT": ""}, [("WANDB_PROJECT", "empty")]),
-    (
-        "a value that is not text",
-        ["WANDB_PROJECT"],
-        {"WANDB_PROJECT": 5},
-        [("WANDB_PROJECT", "unset")],
-    ),
-    (
-        "two, in the config's order",
-        ["RUN_NAME", "DATA_DIR"],
-        {"DATA_DIR": ""},
-        [("RUN_NAME", "unset"), ("DATA_DIR", "empty")],
-    ),
-    ("env not collected", ["WANDB_PROJECT"], ABSENT, []),
-    ("a pasted dump that does not list it", ["WANDB_PROJECT"], "dump", []),
-    (
-        "a pasted dump that lists it empty",
-        ["WANDB_PROJECT"],
-        "dump-empty",
-        [("WANDB_PROJECT", "empty")],
-    ),
-    ("no references", None, {}, []),
-]
+def _env(name: str, state: str) -> tuple:
+    return ("CFG_ENV_INTERPOLATION", "error", f"${{{name}}}", state, f"export {name}=")
 
 
-@pytest.mark.parametrize(
-    ("refs", "env", "expected"), [r[1:] for r in ENV_ROWS], ids=[r[0] for r in ENV_ROWS]
-)
-def test_env_reference_rows(refs, env, expected) -> None:
+def _env_snap(refs: list[str] | None, env=ABSENT) -> dict:
     snap: dict = {"plan": {"env_refs": refs}}
     if env == "dump":
         snap.update(source={"kind": "dump"}, env={"VLLM_USE_V1": "1"})
@@ -258,14 +206,180 @@ def test_env_reference_rows(refs, env, expected) -> None:
         snap.update(source={"kind": "dump"}, env={"WANDB_PROJECT": ""})
     elif env is not ABSENT:
         snap["env"] = env
-    rows = _found(env_references, snap)
-    assert rows == [
+    return snap
+
+
+W = ["WANDB_PROJECT"]
+ENV_ROWS = [
+    ("set", _env_snap(W, {"WANDB_PROJECT": "shop"}), []),
+    ("unset", _env_snap(W, {"HF_HOME": "/data/hf"}), [_env("WANDB_PROJECT", "unset")]),
+    ("empty", _env_snap(W, {"WANDB_PROJECT": ""}), [_env("WANDB_PROJECT", "empty")]),
+    ("a value that is not text", _env_snap(W, {"WANDB_PROJECT": 5}), [_env("WANDB_PROJECT", "unset")]),
+    (
+        "two, in the config's order",
+        _env_snap(["RUN_NAME", "DATA_DIR"], {"DATA_DIR": ""}),
+        [_env("RUN_NAME", "unset"), _env("DATA_DIR", "empty")],
+    ),
+    ("env not collected", _env_snap(W), []),
+    ("a pasted dump that does not list it", _env_snap(W, "dump"), []),
+    ("a pasted dump that lists it empty", _env_snap(W, "dump-empty"), [_env("WANDB_PROJECT", "empty")]),
+    ("no references", _env_snap(None, {}), []),
+]  # fmt: skip
+
+
+@pytest.mark.parametrize(("case", "s", "want"), ENV_ROWS, ids=[r[0] for r in ENV_ROWS])
+def test_env_reference_rows(case, s, want) -> None:
+    assert_row(env_references, s, want)
+
+
+# ----------------------------------------------------------------- the disk the checkpoints need
+GIB = 1024**3
+B = 1_000_000_000
+DISK_FIX = ("save_total_limit: 1", "save_only_model: true", "output_dir")
+
+
+def _disk(need: str, free: str, where: str, kept: int, each: str) -> list[tuple]:
+    return [
         (
-            "CFG_ENV_INTERPOLATION",
+            "DISK_FULL_AT_CHECKPOINT",
             "error",
-            f"the config reads ${{{name}}}, which is {state}",
-            ENV_DETAIL,
-            f"export {name}=<value> (or give the config a default: ${{oc.env:{name},<default>}})",
+            f"~{need} GiB",
+            f" {free} GiB",
+            where,
+            f"{kept} checkpoint(s)",
+            f"~{each} GiB",
+            *DISK_FIX,
         )
-        for name, state in expected
     ]
+
+
+def _disk_snap(plan: dict, free: int, out: str = "/data/out") -> dict:
+    plan = {"model_params": B, "output_dir": out, **plan}
+    return {"host": {"disk_free_bytes": {out: free}}, "plan": plan}
+
+
+HALF_BF16 = {"master_fp32": False, "bf16": True, "save_total_limit": 2}
+SIZE_ROWS = [
+    (
+        "fp32 + AdamW: 12 GB + the 4 GB model > 15 GB",
+        _disk_snap({}, 15 * B),
+        _disk("14.9", "14.0", "/data/out", 1, "11.2"),
+    ),
+    ("fp32 + AdamW: exactly 16 GB free", _disk_snap({}, 16 * B), []),
+    (
+        "fp32 + AdamW: one byte short",
+        _disk_snap({}, 16 * B - 1),
+        _disk("14.9", "14.9", "/data/out", 1, "11.2"),
+    ),
+    (
+        "save_only_model, 3 kept: 3 x 4 + 4 GB",
+        _disk_snap({"save_only_model": True, "save_total_limit": 3}, 15 * B),
+        _disk("14.9", "14.0", "/data/out", 3, "3.7"),
+    ),
+    (
+        "save_only_model, 3 kept: 16 GB free",
+        _disk_snap({"save_only_model": True, "save_total_limit": 3}, 16 * B),
+        [],
+    ),
+    (
+        "pure bf16, 2 kept: 2 x 6 + 2 GB",
+        _disk_snap(HALF_BF16, 13 * B),
+        _disk("13.0", "12.1", "/data/out", 2, "5.6"),
+    ),
+    ("pure bf16, 2 kept: 14 GB free", _disk_snap(HALF_BF16, 14 * B), []),
+    (
+        "pure fp16, 2 kept: 14 GB free",
+        _disk_snap({"master_fp32": False, "fp16": True, "save_total_limit": 2}, 14 * B),
+        [],
+    ),
+    (
+        "bf16 autocast over fp32 weights, 2 kept: 2 x 12 + 4 GB",
+        _disk_snap({"bf16": True, "save_total_limit": 2}, 14 * B),
+        _disk("26.1", "13.0", "/data/out", 2, "11.2"),
+    ),
+    (
+        "master_fp32 false without a half dtype: fp32",
+        _disk_snap(
+            {"master_fp32": False, "bf16": False, "fp16": False, "save_total_limit": 2}, 14 * B
+        ),
+        _disk("26.1", "13.0", "/data/out", 2, "11.2"),
+    ),
+    ("model size unknown", _disk_snap({"model_params": None}, 1), []),
+    ("model size 0", _disk_snap({"model_params": 0}, 1), []),
+]
+
+
+def _recorded_h100() -> dict:
+    """tests/fixtures/machines/h100: 68_670_930_944 bytes (64.0 GiB) free under the probed
+    cwd /srv/shop-r1; a relative output dir lies under it. 7B in fp32 + AdamW: 84 GB per
+    checkpoint + 28 GB = 112 GB (104.3 GiB)."""
+    snap = json.loads((FIXTURES / "machines" / "h100" / "snapshot.json").read_text())
+    snap["plan"] = {"model_params": 7 * B, "output_dir": "runs/sft"}
+    return snap
+
+
+SIZE_ROWS.append(
+    ("recorded H100, a 7B model", _recorded_h100(), _disk("104.3", "64.0", "runs/sft", 1, "78.2"))
+)
+
+
+@pytest.mark.parametrize(("case", "s", "want"), SIZE_ROWS, ids=[r[0] for r in SIZE_ROWS])
+def test_checkpoint_size_rows(case, s, want) -> None:
+    assert_row(disk_at_checkpoint, s, want)
+
+
+# A 1T-parameter plan always fires; the finding names which free value was read.
+# (case, output_dir, cwd, disk_free_bytes, free GiB read or None)
+WHERE_ROWS = [
+    ("the output dir itself", "/data/out", None, {"/data": 20 * GIB, "/data/out": 10 * GIB}, "10.0"),
+    ("the longest containing path", "/data/runs/a", None, {"/": 5 * GIB, "/data": 20 * GIB}, "20.0"),
+    ("the longest, listed first", "/data/runs/a", None, {"/data": 20 * GIB, "/": 5 * GIB}, "20.0"),
+    ("a sibling path does not contain it", "/data2/out", None, {"/data": 20 * GIB}, None),
+    ("relative, joined to the probed cwd", "out", "/srv/shop-r1",
+     {"/srv/shop-r1/out": 3 * GIB, "/srv/shop-r1": 64 * GIB}, "3.0"),
+    ("relative, under the probed cwd", "out", "/srv/shop-r1",
+     {"/srv/shop-r1": 64 * GIB, "/tmp": GIB}, "64.0"),
+    ("relative, no cwd: found by its tail", "./out/", None,
+     {"/home/u/proj/out": 2 * GIB, "/": 9 * GIB}, "2.0"),
+    ("relative, no cwd, tail not a number: cwd's entry", "out", None,
+     {"/x/out": "n/a", ".": 4 * GIB}, "4.0"),
+    ("absolute: another dir's tail does not count", "/scratch/out", None,
+     {"/home/u/out": 2 * GIB, "/scratch": 7 * GIB}, "7.0"),
+    ("the cwd entry covers any path", "/elsewhere/out", None, {"cwd": 6 * GIB}, "6.0"),
+    ("the output_dir entry", "/elsewhere/out", None, {"output_dir": 6 * GIB}, "6.0"),
+    ("/ and . are as long: the first listed", "/x/out", None, {"/": 5 * GIB, ".": 4 * GIB}, "5.0"),
+    ("odd keys and values are skipped", "/x/out", None, {5: GIB, "/x": None, "/": 3 * GIB}, "3.0"),
+    ("no output dir: the cwd's entry", None, None, {".": 4 * GIB}, "4.0"),
+    ("no output dir, only paths", None, None, {"/srv/shop-r1": 64 * GIB}, None),
+    ("relative, no cwd: the first tail with a free value", "out", None,
+     {"/a/out": None, "/b/out": 2 * GIB}, "2.0"),
+    ("no output dir, the root only: not read as a tail", None, None, {"/": 5 * GIB}, None),
+    ("relative, no cwd, a name ending in X", "./run-X/", None, {"/home/u/run-X": 2 * GIB}, "2.0"),
+    ("a containing path beats the cwd entry", "/data/runs/a", None,
+     {"cwd": GIB, "/data": 20 * GIB}, "20.0"),
+    ("disk not probed", "/data/out", None, None, None),
+    ("disk facts not a mapping", "/data/out", None, [GIB], None),
+]  # fmt: skip
+
+
+def _where_snap(out: str | None, cwd: str | None, table) -> dict:
+    host: dict = {"disk_free_bytes": table}
+    if cwd:
+        host["paths"] = {"cwd": cwd}
+    return {"host": host, "plan": {"model_params": 1000 * B, "output_dir": out}}
+
+
+@pytest.mark.parametrize(
+    ("case", "out", "cwd", "table", "free"), WHERE_ROWS, ids=[r[0] for r in WHERE_ROWS]
+)
+def test_free_space_rows(case, out, cwd, table, free) -> None:
+    want = [] if free is None else _disk("14901.2", free, out or "the output dir", 1, "11175.9")
+    assert_row(disk_at_checkpoint, _where_snap(out, cwd, table), want)
+
+
+SNAPSHOTS = [
+    *[(r[0], r[1]) for r in BF16_ROWS + LIGER_ROWS + ENV_ROWS + SIZE_ROWS],
+    *[(c, {"plan": plan}) for c, plan, _ in SC_ROWS],
+    *[(c, {"plan": {"dataset": path}}) for c, path, _ in DATASET_ROWS],
+    *[(r[0], _where_snap(*r[1:4])) for r in WHERE_ROWS],
+]
