@@ -16,7 +16,7 @@ Hand-worked batch rules (trl_rules.py mirrors TRL 1.16's GRPOConfig):
 from __future__ import annotations
 
 import pytest
-from check_wording import facts_in, found
+from check_wording import assert_row, found
 
 from shop_r1_doctor.checks.plan import (
     grpo_batch_divisible,
@@ -24,91 +24,81 @@ from shop_r1_doctor.checks.plan import (
     rows_truncated,
     tiny_dataset,
 )
-from shop_r1_doctor.facts import Facts
-
-A100 = {"index": 0, "name": "NVIDIA A100-SXM4-80GB", "compute_capability": "8.0"}
-H100 = {"index": 0, "name": "NVIDIA H100 80GB HBM3", "compute_capability": "9.0"}
-H200 = {"index": 0, "name": "NVIDIA H200", "compute_capability": "9.0"}
-T4 = {"index": 0, "name": "Tesla T4", "compute_capability": "7.5"}
-V100 = {"index": 0, "name": "Tesla V100-SXM2-32GB", "compute_capability": "7.0"}
-
-
-def _found(check, snap: dict) -> list[tuple[str, str, str, str, str | None]]:
-    return [(f.code, f.severity, f.title, f.detail, f.fix) for f in check(Facts(snap))]
 
 
 # ----------------------------------------------------------------- GRPO batch divisibility, 1-4 processes
-DIV_DETAIL = (
-    "'The global train batch size must be evenly divisible by the number of generations per "
-    "prompt': each prompt's group of completions must be complete."
-)
-
-
-def _how(procs: int, per: int, steps: int) -> str:
-    return f"{procs} process(es) x per_device_train_batch_size {per} x steps_per_generation {steps}"
-
-
 def _grpo(**plan) -> dict:
     return {"task": "grpo", **plan}
 
 
-# (case, plan, expected (title, fix) or None)
+def _div(batch: int, g: int, how: tuple, fit: str | None, multiple: int | None) -> list[tuple]:
+    """The batch, how it is made (processes, per-device, steps: or generation_batch_size=),
+    num_generations, the group sizes that divide it and the steps multiple that fits g."""
+    fix = ((f"one of {fit}",) if fit else ()) + ((f"multiple of {multiple}",) if multiple else ())
+    return [
+        (
+            "TRL_GRPO_BATCH_NOT_DIVISIBLE",
+            "error",
+            f"batch {batch} ",
+            *how,
+            f"num_generations={g}",
+            *fix,
+        )
+    ]
+
+
+def _how(procs: int, per: int, steps: int) -> tuple:
+    return (
+        f"{procs} process(es)",
+        f"per_device_train_batch_size {per}",
+        f"steps_per_generation {steps}",
+    )
+
+
+ONE_OF_1 = (
+    "TRL_GRPO_BATCH_NOT_DIVISIBLE",
+    "error",
+    "num_generations=1",
+    "at least 2",
+)
+
+# (case, plan, expected rows)
 DIVISIBLE_ROWS = [
-    ("TRL's defaults: 1 x 8 x 1 = 8, groups of 8", _grpo(), None),
+    ("TRL's defaults: 1 x 8 x 1 = 8, groups of 8", _grpo(), []),
     (
         "1 process x 4: 4 completions, groups of 8",
         _grpo(num_processes=1, per_device_train_batch_size=4),
-        (
-            f"GRPO generation batch 4 ({_how(1, 4, 1)}) is not divisible by num_generations=8",
-            "num_generations: one of 2, 4; or keep num_generations=8 with steps_per_generation "
-            "a multiple of 2",
-        ),
+        _div(4, 8, _how(1, 4, 1), "2, 4", 2),
     ),
     (
         "1 process x 3, groups of 4: steps must be a multiple of 4",
         _grpo(per_device_train_batch_size=3, num_generations=4),
-        (
-            f"GRPO generation batch 3 ({_how(1, 3, 1)}) is not divisible by num_generations=4",
-            "num_generations: one of 3; or keep num_generations=4 with steps_per_generation "
-            "a multiple of 4",
-        ),
+        _div(3, 4, _how(1, 3, 1), "3", 4),
     ),
     (
         "the same on 2 processes: 6 completions, a multiple of 2",
         _grpo(num_processes=2, per_device_train_batch_size=3, num_generations=4),
-        (
-            f"GRPO generation batch 6 ({_how(2, 3, 1)}) is not divisible by num_generations=4",
-            "num_generations: one of 2, 3, 6; or keep num_generations=4 with steps_per_generation "
-            "a multiple of 2",
-        ),
+        _div(6, 4, _how(2, 3, 1), "2, 3, 6", 2),
     ),
     (
         "2 processes x 2 x 2 steps = 8, groups of 8",
         _grpo(num_processes=2, per_device_train_batch_size=2, steps_per_generation=2),
-        None,
+        [],
     ),
     (
         "1 process x 2 x 2 steps = 4, groups of 8 (the 1-process mirror of the row above)",
         _grpo(num_processes=1, per_device_train_batch_size=2, steps_per_generation=2),
-        (
-            f"GRPO generation batch 4 ({_how(1, 2, 2)}) is not divisible by num_generations=8",
-            "num_generations: one of 2, 4; or keep num_generations=8 with steps_per_generation "
-            "a multiple of 4",
-        ),
+        _div(4, 8, _how(1, 2, 2), "2, 4", 4),
     ),
     (
         "3 processes x 2 x 2 steps = 12, groups of 8",
         _grpo(num_processes=3, per_device_train_batch_size=2, steps_per_generation=2),
-        (
-            f"GRPO generation batch 12 ({_how(3, 2, 2)}) is not divisible by num_generations=8",
-            "num_generations: one of 2, 3, 4, 6, 12; or keep num_generations=8 with "
-            "steps_per_generation a multiple of 4",
-        ),
+        _div(12, 8, _how(3, 2, 2), "2, 3, 4, 6, 12", 4),
     ),
     (
         "3 processes x 2 x 4 steps = 24, groups of 8",
         _grpo(num_processes=3, per_device_train_batch_size=2, steps_per_generation=4),
-        None,
+        [],
     ),
     (
         "4 processes x 2 x accumulation 3 = 24, groups of 16",
@@ -118,17 +108,9 @@ DIVISIBLE_ROWS = [
             gradient_accumulation_steps=3,
             num_generations=16,
         ),
-        (
-            f"GRPO generation batch 24 ({_how(4, 2, 3)}) is not divisible by num_generations=16",
-            "num_generations: one of 2, 3, 4, 6, 8, 12, 24; or keep num_generations=16 with "
-            "steps_per_generation a multiple of 2",
-        ),
+        _div(24, 16, _how(4, 2, 3), "2, 3, 4, 6, 8, 12, 24", 2),
     ),
-    (
-        "4 processes x 2 x 1 = 8, groups of 8",
-        _grpo(num_processes=4, per_device_train_batch_size=2),
-        None,
-    ),
+    ("4 processes x 2 x 1 = 8, groups of 8", _grpo(num_processes=4, per_device_train_batch_size=2), []),
     (
         "steps_per_generation wins over accumulation: 2 x 2 x 1 = 4",
         _grpo(
@@ -137,61 +119,44 @@ DIVISIBLE_ROWS = [
             gradient_accumulation_steps=4,
             steps_per_generation=1,
         ),
-        (
-            f"GRPO generation batch 4 ({_how(2, 2, 1)}) is not divisible by num_generations=8",
-            "num_generations: one of 2, 4; or keep num_generations=8 with steps_per_generation "
-            "a multiple of 2",
-        ),
+        _div(4, 8, _how(2, 2, 1), "2, 4", 2),
     ),
     (
         "generation_batch_size 12, groups of 8: no steps advice",
         _grpo(num_processes=2, generation_batch_size=12),
-        (
-            "GRPO generation batch 12 (generation_batch_size=12) is not divisible by "
-            "num_generations=8",
-            "num_generations: one of 2, 3, 4, 6, 12",
-        ),
+        _div(12, 8, ("generation_batch_size=12",), "2, 3, 4, 6, 12", None),
     ),
-    ("generation_batch_size 64, groups of 8", _grpo(generation_batch_size=64), None),
+    ("generation_batch_size 64, groups of 8", _grpo(generation_batch_size=64), []),
     (
         "a batch of 1, groups of 2: no num_generations fits, only the steps advice",
         _grpo(per_device_train_batch_size=1, num_generations=2),
-        (
-            f"GRPO generation batch 1 ({_how(1, 1, 1)}) is not divisible by num_generations=2",
-            "or keep num_generations=2 with steps_per_generation a multiple of 2",
-        ),
+        _div(1, 2, _how(1, 1, 1), None, 2),
     ),
     (
         "one completion per prompt",
         _grpo(num_generations=1),
-        (
-            "num_generations=1: GRPO needs at least 2 completions per prompt",
-            "num_generations: one of 2, 4, 8",
-        ),
+        [(*ONE_OF_1, "num_generations: one of 2, 4, 8")],
     ),
     (
         "one completion per prompt, a batch of 1",
         _grpo(num_generations=1, per_device_train_batch_size=1),
-        (
-            "num_generations=1: GRPO needs at least 2 completions per prompt",
-            "num_generations: 2 or more, and a generation batch that it divides",
-        ),
+        [(*ONE_OF_1, "num_generations: 2 or more")],
     ),
-    ("SFT: no generation batch", {"task": "sft", "per_device_train_batch_size": 3}, None),
-    ("no task", {"per_device_train_batch_size": 3}, None),
-]
+    ("SFT: no generation batch", {"task": "sft", "per_device_train_batch_size": 3}, []),
+    ("no task", {"per_device_train_batch_size": 3}, []),
+]  # fmt: skip
 
 
 @pytest.mark.parametrize(
-    ("plan", "expected"), [r[1:] for r in DIVISIBLE_ROWS], ids=[r[0] for r in DIVISIBLE_ROWS]
+    ("case", "plan", "want"), DIVISIBLE_ROWS, ids=[r[0] for r in DIVISIBLE_ROWS]
 )
-def test_grpo_batch_divisible_rows(plan, expected) -> None:
-    rows = _found(grpo_batch_divisible, {"plan": plan})
-    if expected is None:
-        assert rows == []
-    else:
-        title, fix = expected
-        assert rows == [("TRL_GRPO_BATCH_NOT_DIVISIBLE", "error", title, DIV_DETAIL, fix)]
+def test_grpo_batch_divisible_rows(case, plan, want) -> None:
+    assert_row(grpo_batch_divisible, {"plan": plan}, want)
+
+
+def test_a_generation_batch_size_gets_no_steps_advice() -> None:
+    (f,) = found(grpo_batch_divisible, {"plan": _grpo(num_processes=2, generation_batch_size=12)})
+    assert "steps_per_generation" not in f.fix
 
 
 # ----------------------------------------------------------------- sizes GRPOConfig refuses
@@ -281,110 +246,89 @@ REFUSED_ROWS = [
 ]  # fmt: skip
 
 
-@pytest.mark.parametrize(
-    ("plan", "names"), [r[1:] for r in REFUSED_ROWS], ids=[r[0] for r in REFUSED_ROWS]
-)
-def test_grpo_batch_refused_rows(plan, names) -> None:
-    got = found(grpo_batch_refused, {"plan": plan})
-    if names is None:
-        assert got == []
-        return
-    (f,) = got
-    assert (f.code, f.severity) == ("TRL_GRPO_BATCH_REFUSED", "error")
-    assert facts_in(f, *names) == []
+@pytest.mark.parametrize(("case", "plan", "names"), REFUSED_ROWS, ids=[r[0] for r in REFUSED_ROWS])
+def test_grpo_batch_refused_rows(case, plan, names) -> None:
+    want = [] if names is None else [("TRL_GRPO_BATCH_REFUSED", "error", *names)]
+    assert_row(grpo_batch_refused, {"plan": plan}, want)
 
 
 # ----------------------------------------------------------------- zero steps on a tiny dataset
-GRPO_TINY = (
-    "The sampler drops incomplete batches: 'There seems to be not a single sample in your "
-    "epoch_iterator, stopping training at step 0!', then an untrained model is saved."
-)
-SFT_TINY = "The trainer may run zero optimizer steps and save an untrained model."
+def _grpo_tiny(rows: int, prompts: int, batch: int, g: int, *fix: str) -> list[tuple]:
+    return [
+        (
+            "TRAINER_ZERO_STEPS_TINY_DATASET",
+            "error",
+            f"{rows} dataset rows",
+            f"{prompts} prompts",
+            f"({batch} completions / {g})",
+            f">= {prompts} rows",
+            *fix,
+        )
+    ]
 
-# (case, plan, expected (title, detail, fix) or None)
+
+def _steps_fix(most: int, per: int, procs: int) -> tuple:
+    """At most `most` completions: per-device x steps <= `per` on `procs` processes."""
+    return (f"at most {most} completions", f"<= {per} on {procs} process(es)")
+
+
+def _sft_tiny(rows: int, batch: int, how: str, most: int) -> list[tuple]:
+    return [
+        (
+            "TRAINER_ZERO_STEPS_TINY_DATASET",
+            "error",
+            f"{rows} dataset rows",
+            f"batch of {batch} ({how} accumulation",
+            f"gradient_accumulation_steps <= {most}",
+        )
+    ]
+
+
+TINY_GRPO = {"num_processes": 2, "per_device_train_batch_size": 4, "num_generations": 4}
+# (case, plan, expected rows)
 TINY_ROWS = [
-    ("no row count", _grpo(num_processes=2), None),
+    ("no row count", _grpo(num_processes=2), []),
     (
         "GRPO 2 x 4 x 2 = 16 completions / 4: 3 rows < 4 prompts",
-        _grpo(
-            dataset_rows=3,
-            num_processes=2,
-            per_device_train_batch_size=4,
-            gradient_accumulation_steps=2,
-            num_generations=4,
-        ),
-        (
-            "3 dataset rows < 4 prompts per GRPO generation batch (16 completions / 4)",
-            GRPO_TINY,
-            "use >= 4 rows, or a generation batch of at most 12 completions "
-            "(per_device_train_batch_size x steps_per_generation <= 6 on 2 process(es))",
-        ),
+        _grpo(dataset_rows=3, gradient_accumulation_steps=2, **TINY_GRPO),
+        _grpo_tiny(3, 4, 16, 4, *_steps_fix(12, 6, 2)),
     ),
     (
         "the same with 4 rows: exactly one batch",
-        _grpo(
-            dataset_rows=4,
-            num_processes=2,
-            per_device_train_batch_size=4,
-            gradient_accumulation_steps=2,
-            num_generations=4,
-        ),
-        None,
+        _grpo(dataset_rows=4, gradient_accumulation_steps=2, **TINY_GRPO),
+        [],
     ),
     (
         "GRPO, TRL's defaults (8 completions / 8 = 1 prompt): 0 rows",
         _grpo(dataset_rows=0),
-        (
-            "0 dataset rows < 1 prompts per GRPO generation batch (8 completions / 8)",
-            GRPO_TINY,
-            "use >= 1 rows, or a generation batch of at most 0 completions "
-            "(per_device_train_batch_size x steps_per_generation <= 0 on 1 process(es))",
-        ),
+        _grpo_tiny(0, 1, 8, 8, *_steps_fix(0, 0, 1)),
     ),
     (
         "GRPO 3 x 8 x 1 = 24 completions / 2: 11 rows < 12 prompts",
         _grpo(dataset_rows=11, num_processes=3, num_generations=2),
-        (
-            "11 dataset rows < 12 prompts per GRPO generation batch (24 completions / 2)",
-            GRPO_TINY,
-            "use >= 12 rows, or a generation batch of at most 22 completions "
-            "(per_device_train_batch_size x steps_per_generation <= 7 on 3 process(es))",
-        ),
+        _grpo_tiny(11, 12, 24, 2, *_steps_fix(22, 7, 3)),
     ),
     (
         "GRPO 4 x 8 x 1 = 32 / 8: 3 rows",
         _grpo(dataset_rows=3, num_processes=4),
-        (
-            "3 dataset rows < 4 prompts per GRPO generation batch (32 completions / 8)",
-            GRPO_TINY,
-            "use >= 4 rows, or a generation batch of at most 24 completions "
-            "(per_device_train_batch_size x steps_per_generation <= 6 on 4 process(es))",
-        ),
+        _grpo_tiny(3, 4, 32, 8, *_steps_fix(24, 6, 4)),
     ),
     (
         "the trainer's explicit generation batch (docs/trainer.md): 10 rows, 64 / 2",
         _grpo(dataset_rows=10, generation_batch_size=64, num_generations=2, num_processes=1),
-        (
-            "10 dataset rows < 32 prompts per GRPO generation batch (64 completions / 2)",
-            GRPO_TINY,
-            "use >= 32 rows, or generation_batch_size: 20 or less",
-        ),
+        _grpo_tiny(10, 32, 64, 2, "generation_batch_size: 20 or less"),
     ),
     (
         "GRPO batch not whole groups: left to the divisibility row",
         _grpo(dataset_rows=1, per_device_train_batch_size=3),
-        None,
+        [],
     ),
     (
         "SFT defaults 1 x 8 x 1: 7 rows",
         {"task": "sft", "dataset_rows": 7},
-        (
-            "7 dataset rows < one effective batch of 8 (1 x 8 x 1 accumulation steps)",
-            SFT_TINY,
-            "more rows, or per_device_train_batch_size x gradient_accumulation_steps <= 7",
-        ),
+        _sft_tiny(7, 8, "1 x 8 x 1", 7),
     ),
-    ("SFT defaults: 8 rows", {"task": "sft", "dataset_rows": 8}, None),
+    ("SFT defaults: 8 rows", {"task": "sft", "dataset_rows": 8}, []),
     (
         "SFT 2 x 4 x 2 = 16: 15 rows",
         {
@@ -394,11 +338,7 @@ TINY_ROWS = [
             "per_device_train_batch_size": 4,
             "gradient_accumulation_steps": 2,
         },
-        (
-            "15 dataset rows < one effective batch of 16 (2 x 4 x 2 accumulation steps)",
-            SFT_TINY,
-            "more rows, or per_device_train_batch_size x gradient_accumulation_steps <= 7",
-        ),
+        _sft_tiny(15, 16, "2 x 4 x 2", 7),
     ),
     (
         "SFT 3 x 2 x 4 = 24: 23 rows",
@@ -409,11 +349,7 @@ TINY_ROWS = [
             "per_device_train_batch_size": 2,
             "gradient_accumulation_steps": 4,
         },
-        (
-            "23 dataset rows < one effective batch of 24 (3 x 2 x 4 accumulation steps)",
-            SFT_TINY,
-            "more rows, or per_device_train_batch_size x gradient_accumulation_steps <= 7",
-        ),
+        _sft_tiny(23, 24, "3 x 2 x 4", 7),
     ),
     (
         "SFT 3 x 2 x 4 = 24: 24 rows",
@@ -424,53 +360,39 @@ TINY_ROWS = [
             "per_device_train_batch_size": 2,
             "gradient_accumulation_steps": 4,
         },
-        None,
+        [],
     ),
     (
         "SFT 4 x 1 x 1 = 4: 2 rows, at least 1 per device",
         {"task": "sft", "dataset_rows": 2, "num_processes": 4, "per_device_train_batch_size": 1},
-        (
-            "2 dataset rows < one effective batch of 4 (4 x 1 x 1 accumulation steps)",
-            SFT_TINY,
-            "more rows, or per_device_train_batch_size x gradient_accumulation_steps <= 1",
-        ),
+        _sft_tiny(2, 4, "4 x 1 x 1", 1),
     ),
 ]
 
 
-@pytest.mark.parametrize(
-    ("plan", "expected"), [r[1:] for r in TINY_ROWS], ids=[r[0] for r in TINY_ROWS]
-)
-def test_tiny_dataset_rows(plan, expected) -> None:
-    rows = _found(tiny_dataset, {"plan": plan})
-    assert rows == ([("TRAINER_ZERO_STEPS_TINY_DATASET", "error", *expected)] if expected else [])
+@pytest.mark.parametrize(("case", "plan", "want"), TINY_ROWS, ids=[r[0] for r in TINY_ROWS])
+def test_tiny_dataset_rows(case, plan, want) -> None:
+    assert_row(tiny_dataset, {"plan": plan}, want)
 
 
 # ----------------------------------------------------------------- rows longer than max_length
-# (case, plan, fires)
-TRUNC_ROWS = [
-    ("sft, 1025 > 1024", {"task": "sft", "max_length": 1024, "longest_sample_tokens": 1025}, True),
-    ("sft, 1024 = 1024", {"task": "sft", "max_length": 1024, "longest_sample_tokens": 1024}, False),
-    (
-        "grpo, 1025 > 1024",
-        {"task": "grpo", "max_length": 1024, "longest_sample_tokens": 1025},
-        False,
-    ),
-    ("sft, no max_length", {"task": "sft", "longest_sample_tokens": 1025}, False),
-    ("sft, max_length 0", {"task": "sft", "max_length": 0, "longest_sample_tokens": 1025}, False),
-    ("sft, longest unknown", {"task": "sft", "max_length": 1024}, False),
+TRUNCATED = [
+    ("TRAINER_ROWS_TRUNCATED", "warning", "1025 tokens", "max_length 1024", "max_prompt_tokens")
 ]
+# (case, plan, expected rows)
+TRUNC_ROWS = [
+    ("sft, 1025 > 1024", {"task": "sft", "max_length": 1024, "longest_sample_tokens": 1025}, TRUNCATED),
+    ("sft, 1024 = 1024", {"task": "sft", "max_length": 1024, "longest_sample_tokens": 1024}, []),
+    ("grpo, 1025 > 1024", {"task": "grpo", "max_length": 1024, "longest_sample_tokens": 1025}, []),
+    ("sft, no max_length", {"task": "sft", "longest_sample_tokens": 1025}, []),
+    ("sft, max_length 0", {"task": "sft", "max_length": 0, "longest_sample_tokens": 1025}, []),
+    ("sft, longest unknown", {"task": "sft", "max_length": 1024}, []),
+]  # fmt: skip
 
 
-@pytest.mark.parametrize(
-    ("plan", "fires"), [r[1:] for r in TRUNC_ROWS], ids=[r[0] for r in TRUNC_ROWS]
-)
-def test_rows_truncated_rows(plan, fires) -> None:
-    expected = (
-        "TRAINER_ROWS_TRUNCATED",
-        "warning",
-        f"the longest sample is 1025 tokens > max_length {plan.get('max_length')}",
-        "Completions past max_length are cut; fully cut rows are dropped by TRL.",
-        "raise max_length or set max_prompt_tokens",
-    )
-    assert _found(rows_truncated, {"plan": plan}) == ([expected] if fires else [])
+@pytest.mark.parametrize(("case", "plan", "want"), TRUNC_ROWS, ids=[r[0] for r in TRUNC_ROWS])
+def test_rows_truncated_rows(case, plan, want) -> None:
+    assert_row(rows_truncated, {"plan": plan}, want)
+
+
+SNAPSHOTS = [(r[0], {"plan": r[1]}) for r in DIVISIBLE_ROWS + REFUSED_ROWS + TINY_ROWS + TRUNC_ROWS]
