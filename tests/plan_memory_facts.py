@@ -1,5 +1,6 @@
 """Snapshots and yardsticks shared by the decision rows of checks/plan_memory.py
-(tests/shop_r1_doctor/checks/test_plan_memory_rows*.py)."""
+(tests/shop_r1_doctor/checks/test_plan_memory_rows.py): the codes with their severities,
+the GPUs and snapshots, and the memory model as yardstick."""
 
 from __future__ import annotations
 
@@ -7,7 +8,7 @@ import dataclasses
 
 from snapshots import GIB, NOT_PROBED, gpu, plain
 
-from shop_r1_doctor.facts import Facts, GpuFacts, GpuProcess
+from shop_r1_doctor.facts import GpuFacts, GpuProcess
 from shop_r1_doctor.memory import KNOWN_SHAPES, estimate_training_memory
 
 H100 = "NVIDIA H100 80GB HBM3"
@@ -44,12 +45,10 @@ def _snap(plan: dict, gpus: list[GpuFacts] | None = None, env: dict | None = Non
     return snap
 
 
-def _found(check, snap: dict) -> list[tuple[str, str, str, str]]:
-    return [(f.code, f.title, f.detail, f.fix or "") for f in check(Facts(snap))]
-
-
-def _codes(check, snap: dict) -> list[str]:
-    return [f.code for f in check(Facts(snap))]
+TOO_LARGE = ("MODEL_TOO_LARGE_FOR_GPU", "error")
+OOM = ("OOM_LONG_SEQUENCE", "warning")
+COLOCATE_BUDGET = ("TRL_COLOCATE_MEMORY_BUDGET", "error")
+KV_SHORT = ("VLLM_KV_CACHE_NO_MEMORY", "error")
 
 
 def _estimate(shape=SHAPE, **kw):
