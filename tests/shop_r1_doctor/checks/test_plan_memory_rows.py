@@ -61,7 +61,7 @@ def _too_large(best, budget: float, model: str = "a 0.5B model", where: str = H1
 
 # ------------------------------------------------------------ plan fields -> estimate
 # (case, plan fields, the estimate's settings they mean)
-SETTINGS_ROWS = [
+SETTINGS_ROWS: list[tuple[str, dict, dict]] = [
     ("nothing said: 1024 tokens, bf16, micro batch 1", {}, {}),
     ("max_length", {"max_length": 2048}, {"seq_len": 2048}),
     ("longest sample only", {"longest_sample_tokens": 700}, {"seq_len": 700}),
@@ -265,7 +265,7 @@ def test_model_size_in_the_finding_rounds_to_a_tenth_of_a_billion():
 
 # ------------------------------------------------------------ colocated vLLM's share
 # (case, plan fields, vLLM's share of an 80 GiB GPU in bytes)
-SHARE_ROWS = [
+SHARE_ROWS: list[tuple[str, dict, float]] = [
     ("colocate, default utilization 0.3", {"vllm_mode": "colocate"}, 0.3 * 80 * GIB),
     (
         "colocate at 0.5",
@@ -505,7 +505,7 @@ def test_kv_cache_uses_the_plans_full_shape():
     assert_row(kv_cache, _snap({**plan, "vllm_gpu_memory_utilization": util}, [_gpu()]), [])
 
 
-def _procs(*used: int) -> list:
+def _procs(*used: int | None) -> list:
     return [proc(7 + i, "python", u) for i, u in enumerate(used)]
 
 
@@ -571,11 +571,11 @@ def test_kv_cache_share_exactly_the_need_but_others_hold_the_rest():
 
 
 SNAPSHOTS = [
-    *[(f"oom: {r[0]}", _oom_snap(r[1], r[2])) for r in SETTINGS_ROWS],
-    *[(f"too large: {r[0]}", _too_large_snap(r[1], r[2])) for r in SETTINGS_ROWS],
+    *[(f"oom: {case}", _oom_snap(plan, settings)) for case, plan, settings in SETTINGS_ROWS],
+    *[(f"too large: {c}", _too_large_snap(plan, settings)) for c, plan, settings in SETTINGS_ROWS],
     ("least free: the A100", _snap({}, LEAST_FREE_A100)),
     ("a full H100", FULL_H100),
-    *[(f"share: {r[0]}", _share_snap(r[1], r[2])) for r in SHARE_ROWS],
+    *[(f"share: {case}", _share_snap(plan, share)) for case, plan, share in SHARE_ROWS],
     *[(r[0], _colocate_snap(r[1], r[2])) for r in COLOCATE_ROWS],
     *[(r[0], _kv_default_snap(r[1], r[2])) for r in KV_DEFAULT_ROWS],
     *[(r[0], _others_snap(r[1])) for r in OTHERS_ROWS],

@@ -233,7 +233,7 @@ CORP = "http://proxy.corp.example:3128"
 SECRET_PROXY = {"HTTP_PROXY": "http://me:s3cret@proxy.corp.example:3128"}
 
 # (case, plan extra, env, expected rows)
-UNREACHABLE_ROWS = [
+UNREACHABLE_ROWS: list[tuple[str, dict, dict, list]] = [
     ("localhost, no proxy", {"vllm_server_host": "127.0.0.1"}, {}, []),
     ("host 0.0.0.0", {"vllm_server_host": "0.0.0.0"}, {}, [_bind("0.0.0.0")]),
     ("host ::", {"vllm_server_host": "::"}, {}, [_bind("::")]),
@@ -293,7 +293,7 @@ def _port(port: int, other: int) -> list[tuple]:
 
 
 # (case, plan extra, expected rows)
-PORT_ROWS = [
+PORT_ROWS: list[tuple[str, dict, list]] = [
     ("both 8000", {"vllm_server_port": 8000, "vllm_group_port": 8000}, _port(8000, 51216)),
     ("both 51216", {"vllm_server_port": 51216, "vllm_group_port": 51216}, _port(51216, 51217)),
     ("8000 and 51216 (TRL's defaults)", {"vllm_server_port": 8000, "vllm_group_port": 51216}, []),
