@@ -74,6 +74,14 @@ CASES = (
         timeout=60,
     ),
     GpuCase(
+        "trl_several_gpus_one_process",
+        ("TRL_SEVERAL_GPUS_ONE_PROCESS",),
+        "plain python, no launcher, 2 GPUs visible: TRL's SFTTrainer on a tiny model",
+        min_gpus=2,
+        needs=("trl", "datasets"),
+        timeout=60,
+    ),
+    GpuCase(
         "vllm_memory_taken",
         ("GPU_BUSY_OTHER_PROCESSES", "VLLM_KV_CACHE_NO_MEMORY"),
         "another process holds 60% of GPU 0; vLLM LLM(a tiny random Llama,"
@@ -141,6 +149,24 @@ def nccl_timeout(work: Path) -> None:
         return
     dist.all_reduce(t)
     torch.cuda.synchronize()
+
+
+def trl_several_gpus_one_process(work: Path) -> None:
+    from datasets import Dataset
+    from trl import SFTConfig, SFTTrainer
+
+    from shop_r1.tiny import make_tiny_model_and_tokenizer
+
+    texts = ["search for running shoes", "click the first result", "add to cart", "terminate"]
+    model, tokenizer = make_tiny_model_and_tokenizer(texts * 16, vocab_size=256)
+    args = SFTConfig(output_dir=str(work / "out"), max_steps=1, report_to="none")
+    SFTTrainer(  # the bug: `python script.py` where `accelerate launch` was meant
+        model=model,
+        args=args,
+        train_dataset=Dataset.from_dict({"text": texts * 4}),
+        processing_class=tokenizer,
+    )
+    print("SFTTrainer built in one process", flush=True)
 
 
 def vllm_memory_taken(work: Path) -> None:
