@@ -147,6 +147,7 @@ class _RunConfig:
         if self.max_steps == -1 and self.num_train_epochs <= 0:
             errors.append(f"num_train_epochs: must be > 0, got {self.num_train_epochs}")
         errors += _nested_problems(self.trl_args, type(self))
+        errors += _choice_problems(self)
         mb, ga = self.micro_batch_size, self.gradient_accumulation_steps
         gbs, procs = self.global_batch_size, self.num_processes
         if mb != "auto" and ga != "auto":
@@ -521,6 +522,22 @@ def _nested_problems(trl_args: dict[str, Any], cls: type[_RunConfig]) -> list[st
             _resolve_key(str(key), value, cls)
         except _Problem as exc:
             errors.append(f"trl_args.{exc.key}: {exc.message}")
+    return errors
+
+
+def _choice_problems(cfg: _RunConfig) -> list[str]:
+    """shop-r1's fields that TRL also has with a fixed set of choices (optim,
+    lr_scheduler_type), checked against TRL's parser's choices when the config is read,
+    not when TRL's config is built in the preflight."""
+    actions = trl_actions(type(cfg))
+    errors = []
+    for f in dataclasses.fields(cfg):
+        action = actions.get(f.name)
+        value = getattr(cfg, f.name)
+        if action is None or not action.choices or value == "auto" or not isinstance(value, str):
+            continue
+        if action.type(value) not in action.choices:
+            errors.append(f"{f.name}: {_not_a_choice(value, [str(c) for c in action.choices])}")
     return errors
 
 

@@ -95,6 +95,13 @@ CASES = [
         "seed: 1\nsave_strategy: step\n",
         ":2: save_strategy: 'step' is not one of TRL's 4 choices; did you mean steps?",
     ),
+    # shop-r1's own field that TRL has with choices: TRL's choices
+    (
+        "own-field-trl-choice",
+        "sft",
+        "seed: 1\nlr_scheduler_type: cosin\n",
+        ":2: lr_scheduler_type: 'cosin' is not one of TRL's 12 choices; did you mean cosine?",
+    ),
     (
         "two-problems",
         "grpo",
