@@ -584,10 +584,12 @@ def trl_actions(cls: type[_RunConfig]) -> dict[str, Any]:
     return _PARSERS[trl_cls]
 
 
-def _trl_read(key: str, value: Any, cls: type[_RunConfig], hint: Any) -> Any:
+def _trl_read(key: str, value: Any, cls: type[_RunConfig], hint: Any, parsed: Any = None) -> Any:
     """A value under a TRL name, read the way TRL reads it: text through its parser's type
     (`"4"` -> 4, `"true"` -> True, choices checked), anything else against the annotation
-    (TRL's parser hands a file's non-text values to its dataclass as they are)."""
+    (TRL's parser hands a file's non-text values to its dataclass as they are). `parsed`:
+    a flag's text read as YAML, tried when TRL's parser cannot read the text
+    (`--set reward_weights=[1.0, 0.5]`)."""
     import argparse
 
     action = trl_actions(cls).get(key)
@@ -598,13 +600,17 @@ def _trl_read(key: str, value: Any, cls: type[_RunConfig], hint: Any) -> Any:
             else:
                 read = action.type(value)
         except (ValueError, TypeError, argparse.ArgumentTypeError):
-            if _type_ok(value, hint):  # `str | bool`: TRL's flag reads a bool, its field a str
-                return value
-            raise _Problem(key, _expects(hint, value)) from None
+            if parsed is not None and not isinstance(parsed, str):
+                return _annotated(key, parsed, hint)
+            return _annotated(key, value, hint)  # `str | bool`: the field takes the text
         choices = action.choices
         if choices and read not in choices and action.nargs not in ("+", "*"):
             raise _Problem(key, _not_a_choice(value, [str(c) for c in choices]))
         return read
+    return _annotated(key, value, hint)
+
+
+def _annotated(key: str, value: Any, hint: Any) -> Any:
     try:
         coerced = _coerce(value, hint)
         ok = _type_ok(coerced, hint)
@@ -655,7 +661,7 @@ def _resolve_key(
             return target, "on" if read else "off"
         return target, kind if read else "fp32"
     if key in fields and key not in TRL_OWNED:
-        return "trl_args", {key: _trl_read(key, text, cls, fields[key])}
+        return "trl_args", {key: _trl_read(key, text, cls, fields[key], value)}
     trl_name = "SFTConfig" if cls.__name__.startswith("SFT") else "GRPOConfig"
     if key in fields:  # TRL_OWNED: suggesting the same name back would not help
         raise _Problem(

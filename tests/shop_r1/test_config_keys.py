@@ -46,6 +46,9 @@ ALIAS_ROWS = [
     ),
     # a TRL name's value is the flag's text, read by TRL's parser as `--run_name 5` is
     (GRPORunConfig, "run_name=5", {"trl_args": {"run_name": "5"}}),
+    # a list: TRL's flag form (words) or a YAML list, the text TRL's parser cannot read
+    (GRPORunConfig, "reward_weights=1.0 0.5", {"trl_args": {"reward_weights": [1.0, 0.5]}}),
+    (GRPORunConfig, "reward_weights=[1.0, 0.5]", {"trl_args": {"reward_weights": [1.0, 0.5]}}),
     (SFTRunConfig, "per_device_train_batch_size=auto", {"micro_batch_size": "auto"}),
     (SFTRunConfig, "bf16=yes", {"dtype": "bf16"}),
     # the first `=` splits: a value may contain `=`
