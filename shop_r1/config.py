@@ -17,7 +17,6 @@ import math
 import os
 import types
 import typing
-from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal, Union
@@ -53,9 +52,6 @@ class ConfigError(ToolError):
     def __init__(self, cls_name: str, problems: list[tuple[str, str]]) -> None:
         self.problems = problems
         super().__init__(f"{cls_name}: " + "; ".join(f"{f}: {m}" for f, m in problems))
-
-
-Fail = Callable[[str, str], ToolError]  # (field, message) -> the error in its source's shape
 
 
 @dataclass
@@ -150,11 +146,8 @@ class _RunConfig:
             errors.append(f"max_steps: must be -1 (use epochs) or >= 1, got {self.max_steps}")
         if self.max_steps == -1 and self.num_train_epochs <= 0:
             errors.append(f"num_train_epochs: must be > 0, got {self.num_train_epochs}")
-        for key, value in self.trl_args.items():  # TRL's names and types, with suggestions
-            try:
-                _resolve_key(str(key), value, type(self), _nested("trl_args"))
-            except ToolError as exc:
-                errors.append(str(exc))
+        errors += _nested_problems(self.trl_args, type(self))
+        errors += _choice_problems(self)
         mb, ga = self.micro_batch_size, self.gradient_accumulation_steps
         gbs, procs = self.global_batch_size, self.num_processes
         if mb != "auto" and ga != "auto":
@@ -383,27 +376,91 @@ def _type_errors(cfg: Any) -> list[str]:
 
 # --- loading: default < YAML < flag ---
 
+# One table for every name a user may write that is not a field of the run config: TRL's
+# names for settings shop-r1 decides itself. Each sets shop-r1's field, so the
+# auto-configuration and the preflight see it; its value is read with TRL's own parser
+# (a TRL user's `per_device_train_batch_size: "4"` or `bf16: "true"` works as in `trl sft
+# --config`), then mapped: `same` keeps it, `switch` turns true/false into on/off,
+# `bf16`/`fp16` name the dtype (false: fp32). "auto" stays "auto" (decided, with reasons).
+ALIASES: dict[str, tuple[str, str]] = {
+    "per_device_train_batch_size": ("micro_batch_size", "same"),
+    "use_liger_kernel": ("liger_kernel", "switch"),
+    "activation_checkpointing": ("gradient_checkpointing", "switch"),
+    "bf16": ("dtype", "bf16"),
+    "fp16": ("dtype", "fp16"),
+}
+# Short names users type from other tools: suggested (did you mean), never accepted, so a
+# config means the same to every reader.
+SHORT_NAMES = {
+    "lr": "learning_rate",
+    "epochs": "num_train_epochs",
+    "steps": "max_steps",
+    "batch_size": "global_batch_size",
+    "bs": "global_batch_size",
+    "micro_batch": "micro_batch_size",
+    "grad_accum": "gradient_accumulation_steps",
+    "wd": "weight_decay",
+    "warmup": "warmup_ratio",
+    "attn": "attn_implementation",
+    "model_name_or_path": "model",
+    "dataset_name": "data",
+}
+# set by shop-r1 from its own fields or plan; not settable through trl_args
+TRL_OWNED = {"output_dir", "use_cpu", "tf32", "torch_dtype", "dtype", "model_init_kwargs"}
 
-def read_yaml(path: Path, cls: type[_RunConfig]) -> tuple[Any, dict[str, Any]]:
-    """(the file's schema reader, its values); unknown keys and TRL fields of the wrong
-    type fail as `FILE:LINE: key: message`."""
+
+class _Problem(Exception):
+    """One bad key: (the key as written, message); collected, never shown alone."""
+
+    def __init__(self, key: str, message: str) -> None:
+        super().__init__(key, message)
+        self.key, self.message = key, message
+
+
+@dataclass
+class _Read:
+    """Values read from one source (a file, `--set` items): canonical field -> value, the
+    key each was written as (alias, TRL name), and every bad key."""
+
+    values: dict[str, Any] = field(default_factory=dict)
+    written: dict[str, str] = field(default_factory=dict)
+    problems: list[tuple[str, str, str]] = field(default_factory=list)  # (where, key, msg)
+
+    def add(self, key: str, value: Any, cls: type[_RunConfig], raw: str | None = None) -> None:
+        name, value = _resolve_key(key, value, cls, raw)
+        if name == "trl_args" and isinstance(value, dict):
+            self.values["trl_args"] = {**self.values.get("trl_args", {}), **value}
+            for sub in value:
+                self.written[f"trl_args.{sub}"] = key if key != "trl_args" else f"trl_args.{sub}"
+        else:
+            self.values[name] = value
+            self.written[name] = key
+
+
+def read_yaml(path: Path, cls: type[_RunConfig]) -> tuple[Any, _Read]:
+    """(the file's schema reader, what it sets); every bad key is collected, each as
+    `FILE:LINE: key: message` on the line the user wrote it."""
     from shop_r1_doctor.api import Reader
 
     reader, values = Reader.read(path, "config")  # one-line read / parse errors
+    out = _Read()
     if values is None:
-        return reader, {}
+        return reader, out
     if not isinstance(values, dict):
         raise reader.fail("", "a config file must be a mapping of setting: value")
-    out: dict[str, Any] = {}
     for key, value in values.items():
-        _merge(out, *_resolve_key(str(key), value, cls, reader.fail))
+        try:
+            out.add(str(key), value, cls)
+        except _Problem as exc:
+            out.problems.append(("file", exc.key, exc.message))
     return reader, out
 
 
-def parse_set(items: list[str], cls: type[_RunConfig]) -> dict[str, Any]:
-    """`--set key=value` overrides; values are parsed as YAML scalars (1e-5, true, auto)."""
+def _read_set(items: list[str], cls: type[_RunConfig]) -> _Read:
+    """`--set key=value` items: shop-r1's fields get the value as a YAML scalar (1e-5,
+    true, auto); TRL's names get the text, read by TRL's parser as its flags are."""
     known = {f.name for f in dataclasses.fields(cls)}
-    out: dict[str, Any] = {}
+    out = _Read()
     for item in items:
         key, sep, raw = item.partition("=")
         key = key.strip().replace("-", "_")
@@ -414,144 +471,298 @@ def parse_set(items: list[str], cls: type[_RunConfig]) -> dict[str, Any]:
         except yaml.YAMLError:
             value = raw  # not a YAML scalar: keep the text; the type check says what is wrong
         if key in known:
-            hint = typing.get_type_hints(cls)[key]
-            out[key] = _coerce(value, hint)
+            out.values[key] = _coerce(value, typing.get_type_hints(cls)[key])
+            out.written[key] = key
             continue
-        _merge(out, *_resolve_key(key, value, cls, _flag(f"--set {item}")))
+        try:
+            out.add(key, value, cls, raw=raw)
+        except _Problem as exc:
+            out.problems.append((f"--set {item}", exc.key, exc.message))
     return out
 
 
-def _flag(where: str) -> Fail:
-    return lambda field, message: ToolError(f"{where}: {field}: {message}")
+def _read_flags(args: list[str], cls: type[_RunConfig]) -> _Read:
+    """Every field as a flag, as TRL's parser offers them (`--top_p 0.9`, `--top-p=0.9`,
+    a bare `--bf16` for true): the names `shop-r1 train` has no option of its own for.
+    Read like `--set` items; a problem reads `--flag: message`."""
+    out = _Read()
+    i = 0
+    while i < len(args):
+        token = args[i]
+        i += 1
+        if not token.startswith("--") or token == "--":
+            out.problems.append((token, "", "unexpected argument; give settings as --NAME VALUE"))
+            continue
+        name, sep, raw = token[2:].partition("=")
+        if not sep:  # the value is the next word, unless that is another flag (a bare bool)
+            if i < len(args) and not args[i].startswith("--"):
+                raw, i = args[i], i + 1
+            else:
+                raw = "true"
+        read = _read_set([f"{name}={raw}"], cls)
+        out.values.update(read.values)
+        out.written.update(read.written)
+        out.problems += [(f"--{name}", "", m) for _, _, m in read.problems]
+    return out
 
 
-def _nested(parent: str) -> Fail:
-    """Errors inside a mapping field (`trl_args.top_p: ...`), collected by `_check`."""
-    return lambda field, message: ToolError(f"{parent}.{field}: {message}")
+def parse_set(items: list[str], cls: type[_RunConfig]) -> dict[str, Any]:
+    """`--set key=value` overrides (see `_read_set`); every bad item in one error."""
+    read = _read_set(items, cls)
+    if read.problems:
+        raise ToolError("; ".join(f"{w}: {k}: {m}" for w, k, m in read.problems))
+    return read.values
+
+
+def _nested_problems(trl_args: dict[str, Any], cls: type[_RunConfig]) -> list[str]:
+    """Errors of the TRL fields given as a `trl_args` mapping (`trl_args.top_p: ...`)."""
+    errors = []
+    for key, value in trl_args.items():  # TRL's names and types, with suggestions
+        try:
+            _resolve_key(str(key), value, cls)
+        except _Problem as exc:
+            errors.append(f"trl_args.{exc.key}: {exc.message}")
+    return errors
+
+
+def _choice_problems(cfg: _RunConfig) -> list[str]:
+    """shop-r1's fields that TRL also has with a fixed set of choices (optim,
+    lr_scheduler_type), checked against TRL's parser's choices when the config is read,
+    not when TRL's config is built in the preflight."""
+    actions = trl_actions(type(cfg))
+    errors = []
+    for f in dataclasses.fields(cfg):
+        action = actions.get(f.name)
+        value = getattr(cfg, f.name)
+        if action is None or not action.choices or value == "auto" or not isinstance(value, str):
+            continue
+        if action.type(value) not in action.choices:
+            errors.append(f"{f.name}: {_not_a_choice(value, [str(c) for c in action.choices])}")
+    return errors
 
 
 # --- TRL's own fields: a TRL user's settings work unchanged ---
 
-# TRL names for settings shop-r1 decides itself: they set shop-r1's field, so the
-# auto-configuration and the preflight see them. bool -> "on"/"off" for switches.
-TRL_ALIASES = {
-    "per_device_train_batch_size": "micro_batch_size",
-    "use_liger_kernel": "liger_kernel",
-    "gradient_checkpointing": "gradient_checkpointing",
-    "activation_checkpointing": "gradient_checkpointing",
-    "bf16": "dtype",
-    "fp16": "dtype",
-    "attn_implementation": "attn_implementation",
-}
-# set by shop-r1 from its own fields or plan; not settable through trl_args
-TRL_OWNED = {"output_dir", "use_cpu", "tf32", "torch_dtype", "dtype", "model_init_kwargs"}
+
+def _trl_class(cls: type[_RunConfig]) -> Any:
+    """TRL's config class for this command, or None without TRL (the light install)."""
+    try:
+        import trl
+    except ImportError:
+        return None
+    return trl.SFTConfig if cls.__name__.startswith("SFT") else trl.GRPOConfig
 
 
 def trl_fields(cls: type[_RunConfig]) -> dict[str, Any]:
     """name -> type of every field of TRL's config for this command (imports trl)."""
-    try:
-        import trl
-    except ImportError:
+    trl_cls = _trl_class(cls)
+    if trl_cls is None:
         return {}
-    trl_cls = trl.SFTConfig if cls.__name__.startswith("SFT") else trl.GRPOConfig
-    return {f.name: f.type for f in dataclasses.fields(trl_cls)}
+    # the declared annotations: HfArgumentParser rewrites `field.type` in place
+    # (`float | None` becomes `float`) when it builds its flags
+    hints = typing.get_type_hints(trl_cls)
+    return {f.name: hints.get(f.name, f.type) for f in dataclasses.fields(trl_cls)}
 
 
-def _resolve_key(key: str, value: Any, cls: type[_RunConfig], fail: Fail) -> tuple[str, Any]:
-    """(our field, value) for a config key: ours, a TRL alias, or a TRL field (trl_args)."""
+_PARSERS: dict[Any, dict[str, Any]] = {}
+
+
+def trl_actions(cls: type[_RunConfig]) -> dict[str, Any]:
+    """field -> the argparse action TRL's parser (`HfArgumentParser`, under `TrlParser`)
+    builds for it: its type, choices and nargs read a value as `trl sft --config` does."""
+    trl_cls = _trl_class(cls)
+    if trl_cls is None:
+        return {}
+    if trl_cls not in _PARSERS:
+        from trl.scripts.utils import TrlParser
+
+        parser = TrlParser([trl_cls])
+        # a bool field that defaults to true also gets `--no_NAME`: the field's own flag
+        _PARSERS[trl_cls] = {
+            a.dest: a for a in parser._actions if f"--{a.dest}" in a.option_strings
+        }
+    return _PARSERS[trl_cls]
+
+
+def _trl_read(key: str, value: Any, cls: type[_RunConfig], hint: Any, parsed: Any = None) -> Any:
+    """A value under a TRL name, read the way TRL reads it: text through its parser's type
+    (`"4"` -> 4, `"true"` -> True, choices checked), anything else against the annotation
+    (TRL's parser hands a file's non-text values to its dataclass as they are). `parsed`:
+    a flag's text read as YAML, tried when TRL's parser cannot read the text
+    (`--set reward_weights=[1.0, 0.5]`)."""
+    import argparse
+
+    action = trl_actions(cls).get(key)
+    if isinstance(value, str) and action is not None and action.type is not None:
+        try:
+            if action.nargs in ("+", "*"):
+                read: Any = [action.type(part) for part in value.split()]
+            else:
+                read = action.type(value)
+        except (ValueError, TypeError, argparse.ArgumentTypeError):
+            if parsed is not None and not isinstance(parsed, str):
+                return _annotated(key, parsed, hint)
+            return _annotated(key, value, hint)  # `str | bool`: the field takes the text
+        choices = action.choices
+        if choices and read not in choices and action.nargs not in ("+", "*"):
+            raise _Problem(key, _not_a_choice(value, [str(c) for c in choices]))
+        return read
+    return _annotated(key, value, hint)
+
+
+def _annotated(key: str, value: Any, hint: Any) -> Any:
+    try:
+        coerced = _coerce(value, hint)
+        ok = _type_ok(coerced, hint)
+    except TypeError:  # a generic TRL annotation (list[float], ...): TRL checks it
+        return value
+    if not ok:
+        raise _Problem(key, _expects(hint, value))
+    return coerced
+
+
+def _expects(hint: Any, value: Any) -> str:
+    if hint is bool or _describe(hint) in ("bool", "bool | null"):
+        return f"expected true or false, got {value!r}"
+    return f"TRL expects {_describe(hint)}, got {value!r}"
+
+
+def _not_a_choice(value: str, choices: list[str]) -> str:
+    import difflib
+
+    close = difflib.get_close_matches(value, choices, n=3)
+    hint = f"did you mean {' or '.join(close)}?" if close else f"one of {', '.join(choices)}"
+    return f"{value!r} is not one of TRL's {len(choices)} choices; {hint}"
+
+
+def _resolve_key(
+    key: str, value: Any, cls: type[_RunConfig], raw: str | None = None
+) -> tuple[str, Any]:
+    """(our field, value) for a config key: ours, an alias (`ALIASES`), or a TRL field
+    (trl_args). `raw`: the text of a flag, which TRL's parser reads for TRL's names."""
     import difflib
 
     known = {f.name for f in dataclasses.fields(cls)}
     if key in known:
         return key, value
-    if key in TRL_ALIASES:
-        return TRL_ALIASES[key], _alias_value(key, value, fail)
+    text = raw if raw is not None else value
     fields = trl_fields(cls)
+    if key in ALIASES:
+        target, kind = ALIASES[key]
+        if text == "auto":
+            return target, "auto"
+        hint = fields.get(key, bool if kind != "same" else int)
+        read = _trl_read(key, text, cls, hint) if fields else text
+        if kind == "same":
+            return target, read
+        if not isinstance(read, bool):
+            raise _Problem(key, f"expected true or false, got {value!r}")
+        if kind == "switch":
+            return target, "on" if read else "off"
+        return target, kind if read else "fp32"
     if key in fields and key not in TRL_OWNED:
-        hint = fields[key]
-        try:
-            coerced = _coerce(value, hint)
-            ok = _type_ok(coerced, hint)
-        except TypeError:  # a generic TRL annotation (list[float], ...): TRL checks it
-            coerced, ok = value, True
-        if not ok:
-            raise fail(key, f"TRL expects {_describe(hint)}, got {value!r}")
-        return "trl_args", {key: coerced}
+        return "trl_args", {key: _trl_read(key, text, cls, fields[key], value)}
     trl_name = "SFTConfig" if cls.__name__.startswith("SFT") else "GRPOConfig"
     if key in fields:  # TRL_OWNED: suggesting the same name back would not help
-        raise fail(
+        raise _Problem(
             key,
             f"a TRL {trl_name} field that shop-r1 sets itself; "
             "run with --print-config to see shop-r1's settings",
         )
-    close = difflib.get_close_matches(key, sorted(known | set(fields) | set(TRL_ALIASES)), n=3)
+    close = [SHORT_NAMES[key]] if key in SHORT_NAMES else []
+    close += difflib.get_close_matches(key, sorted(known | set(fields) | set(ALIASES)), n=3)
+    close = list(dict.fromkeys(close))[:3]
     hint_text = f"did you mean {' or '.join(close)}? " if close else ""
-    raise fail(
+    raise _Problem(
         key,
         f"not a shop-r1 setting nor a TRL {trl_name} field; {hint_text}"
         "run with --print-config to see shop-r1's settings",
     )
 
 
-def _alias_value(key: str, value: Any, fail: Fail) -> Any:
-    if not isinstance(value, bool) and key != "per_device_train_batch_size":
-        if key == "attn_implementation":
-            return value
-        raise fail(key, f"expected true or false, got {value!r}")
-    if key in ("bf16", "fp16"):
-        return key if value else "fp32"
-    if key == "per_device_train_batch_size":
-        return value
-    return "on" if value else "off"
+def trl_rejection(command: str, exc: Exception, kwargs: dict[str, Any], user: set[str]) -> str:
+    """TRL's own refusal (`__post_init__`'s ValueError) as one line naming the field: the
+    first field its message mentions that the user set, else the first it mentions."""
+    import re
 
-
-def _merge(out: dict[str, Any], key: str, value: Any) -> None:
-    if key == "trl_args" and isinstance(value, dict):
-        out["trl_args"] = {**out.get("trl_args", {}), **value}
-    else:
-        out[key] = value
+    text = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
+    words = re.findall(r"[A-Za-z_][A-Za-z0-9_]*", text)
+    named = [w for w in words if w in kwargs or w in user]
+    field_name = next((w for w in named if w in user), named[0] if named else "")
+    trl_name = "SFTConfig" if command == "sft" else "GRPOConfig"
+    head = f"TRL's {trl_name} rejects this config: "
+    return head + (f"{field_name}: {text}" if field_name else text)
 
 
 def load_config(
-    command: str, *, yaml_path: Path | None = None, flags: dict[str, Any] | None = None
+    command: str,
+    *,
+    yaml_path: Path | None = None,
+    flags: dict[str, Any] | None = None,
+    sets: list[str] | None = None,
+    args: list[str] | None = None,
 ) -> tuple[_RunConfig, dict[str, str]]:
-    """The resolved config and where each non-default value came from (file or flag)."""
+    """The resolved config and where each non-default value came from (file or flag).
+
+    Every problem at once, in one line: the file's bad keys and values at their lines
+    (named as the user wrote them: a TRL name, an alias), the bad `--set` items, then the
+    values the config's rules reject. `args`: settings as flags (`_read_flags`)."""
     cls = CONFIG_CLASSES[command]
     values: dict[str, Any] = {}
     source: dict[str, str] = {}
+    written: dict[str, str] = {}
     reader = None
+    problems: list[str] = []
     if yaml_path is not None:
         reader, from_file = read_yaml(yaml_path, cls)
-        for key, value in from_file.items():
+        problems += [str(reader.fail(k, m)) for _, k, m in from_file.problems]
+        for key, value in from_file.values.items():
             values[key] = value
             source[key] = str(yaml_path)
-    for key, value in (flags or {}).items():
+        written.update(from_file.written)
+    from_set = _read_set(sets or [], cls)
+    from_args = _read_flags(args or [], cls)
+    from_set.values.update(from_args.values)
+    from_set.written.update(from_args.written)
+    problems += [": ".join(p for p in problem if p) for problem in from_set.problems]
+    problems += [": ".join(p for p in problem if p) for problem in from_args.problems]
+    for key, value in {**(flags or {}), **from_set.values}.items():
         if value is not None:
             if key == "trl_args" and isinstance(value, dict):
                 value = {**values.get("trl_args", {}), **value}
             values[key] = value
             source[key] = "flag"
+            written[key] = from_set.written.get(key, key)
+    written.update({k: v for k, v in from_set.written.items() if k.startswith("trl_args.")})
     _processes_from_launcher(values, source, reader)
     _default_batch_for_processes(cls, values, source)
     try:
-        return cls(**values), source
+        cfg = cls(**values)
     except ConfigError as exc:
-        if reader is None:
+        if reader is None and not problems:
             raise
-        raise _placed(exc, reader, source) from None
+        problems += _placed(exc, reader, source, written)
+    if problems:
+        raise ToolError("; ".join(problems))
+    return cfg, source
 
 
-def _placed(exc: ConfigError, reader: Any, source: dict[str, str]) -> ToolError:
-    """Each problem where its value came from: `FILE:LINE: field: message` for a value
-    the file set (or a default the file's values contradict), `field: message (flag)`
-    for a command-line value. One line; several problems are joined by `; `."""
+def _placed(
+    exc: ConfigError, reader: Any, source: dict[str, str], written: dict[str, str]
+) -> list[str]:
+    """Each problem where its value came from, named as it was written there:
+    `FILE:LINE: key: message` for a value the file set (or a default the file's values
+    contradict), `key: message (from a flag)` for a command-line value."""
     parts = []
     for name, message in exc.problems:
+        key = written.get(name, name)
         if source.get(name.split(".")[0]) == "flag":
-            parts.append(f"{name}: {message} (from a flag)")
+            parts.append(f"{key}: {message} (from a flag)")
+        elif reader is not None:
+            parts.append(str(reader.fail(key, message)))
         else:
-            parts.append(str(reader.fail(name, message)))
-    return ToolError("; ".join(parts))
+            parts.append(f"{key}: {message}")
+    return parts
 
 
 def _default_batch_for_processes(

@@ -34,7 +34,10 @@ RESUME_OPT = typer.Option(
 )
 CONFIG_OPT = typer.Option(None, "--config", help="YAML file of config values (see --print-config).")
 SET_OPT = typer.Option(
-    [], "--set", help="Override any config field: --set learning_rate=1e-5 (repeatable)."
+    [],
+    "--set",
+    help="Override any config field: --set learning_rate=1e-5 (repeatable). Every field of "
+    "the config and of TRL's SFTConfig/GRPOConfig is also a flag: --top_p 0.9.",
 )
 IGNORE_OPT = typer.Option(
     [], "--ignore", help="Run despite this preflight error code (repeatable)."
@@ -59,9 +62,15 @@ SNAPSHOT_OPT = typer.Option(
 )
 
 
+# Every config field is also a flag (`--top_p 0.9`, `--per_device_train_batch_size 4`), as
+# TRL's parser offers them: typer keeps the options declared here and hands the rest over.
+SETTINGS_AS_FLAGS = {"allow_extra_args": True, "ignore_unknown_options": True}
+
+
 def _run(
     command: str,
     flags: dict[str, Any],
+    args: list[str],
     config: Path | None,
     sets: list[str],
     print_config: bool,
@@ -74,12 +83,11 @@ def _run(
     ray_workers: int | None = None,
     ray_cpus_per_worker: float = 1.0,
 ) -> None:
-    from shop_r1.config import CONFIG_CLASSES, load_config, parse_set, render_config
+    from shop_r1.config import load_config, render_config
     from shop_r1_doctor.cli.output import Output
 
     console = Output(as_json)  # --json: stdout holds only the JSON, the rest goes to stderr
-    flags = {**flags, **parse_set(sets, CONFIG_CLASSES[command])}
-    cfg, source = load_config(command, yaml_path=config, flags=flags)
+    cfg, source = load_config(command, yaml_path=config, flags=flags, sets=sets, args=args)
     if print_config:
         Output().line(render_config(cfg, source), nl=False)
         raise typer.Exit()
@@ -204,9 +212,10 @@ def run_here(
     try:  # built once, validated by TRL before any model is loaded; the trainer gets it
         args = module.trl_config(cfg, checked)
     except (ValueError, TypeError) as exc:
-        raise ToolError(
-            f"TRL's {'SFTConfig' if command == 'sft' else 'GRPOConfig'} rejects this config: {exc}"
-        ) from None
+        from shop_r1.config import trl_rejection
+
+        user = set(cfg.trl_args) | set(source)
+        raise ToolError(trl_rejection(command, exc, prepared.trl_kwargs, user)) from None
     console.print(
         f"preflight ok: {len(prepared.rows)} training rows, {len(prepared.test_rows)} held out"
     )
@@ -350,8 +359,9 @@ def _common_flags(**kw: Any) -> dict[str, Any]:
     return {k: v for k, v in kw.items() if v is not None}
 
 
-@train_app.command("sft")
+@train_app.command("sft", context_settings=SETTINGS_AS_FLAGS)
 def sft(
+    ctx: typer.Context,
     model: str = typer.Option(None, "--model", help="Hub id, local directory or .gguf file."),
     data: str = DATA_OPT,
     output_dir: str = OUTPUT_OPT,
@@ -390,6 +400,7 @@ def sft(
     _run(
         "sft",
         flags,
+        ctx.args,
         config,
         sets,
         print_config,
@@ -404,8 +415,9 @@ def sft(
     )
 
 
-@train_app.command("grpo")
+@train_app.command("grpo", context_settings=SETTINGS_AS_FLAGS)
 def grpo(
+    ctx: typer.Context,
     model: str = typer.Option(
         None, "--model", help="Hub id, local directory or .gguf file (usually the SFT output)."
     ),
@@ -446,6 +458,7 @@ def grpo(
     _run(
         "grpo",
         flags,
+        ctx.args,
         config,
         sets,
         print_config,

@@ -72,6 +72,36 @@ CASES = [
         "- seed: 1\n",
         ":1: a config file must be a mapping of setting: value",
     ),
+    # an unknown key hides nothing: every bad key and value, each on its own line
+    (
+        "every-problem-at-once",
+        "grpo",
+        "seed: 1\nlr: 3\nper_device_train_batch_size: four\nbeta: -1\n",
+        ":2: lr: not a shop-r1 setting nor a TRL GRPOConfig field; did you mean learning_rate? "
+        "run with --print-config to see shop-r1's settings; {file}:3: "
+        "per_device_train_batch_size: TRL expects int, got 'four'; {file}:4: beta: must be >= "
+        "0, got -1.0",
+    ),
+    # a value set under TRL's name is reported under that name, on its line
+    (
+        "alias-named-as-written",
+        "sft",
+        "seed: 1\nper_device_train_batch_size: 0\n",
+        ":2: per_device_train_batch_size: must be >= 1 or 'auto', got 0",
+    ),
+    (
+        "trl-choice",
+        "grpo",
+        "seed: 1\nsave_strategy: step\n",
+        ":2: save_strategy: 'step' is not one of TRL's 4 choices; did you mean steps?",
+    ),
+    # shop-r1's own field that TRL has with choices: TRL's choices
+    (
+        "own-field-trl-choice",
+        "sft",
+        "seed: 1\nlr_scheduler_type: cosin\n",
+        ":2: lr_scheduler_type: 'cosin' is not one of TRL's 12 choices; did you mean cosine?",
+    ),
     (
         "two-problems",
         "grpo",
@@ -150,3 +180,64 @@ def test_launch_config_only_for_training_tasks(tmp_path):
     ]
     line = error_line(CliRunner().invoke(app, argv))
     assert line == f"shop-r1: error: --config {path}: only sft and grpo take a training config"
+
+
+def test_a_trl_users_yaml_loads_as_trl_reads_it(tmp_path):
+    # quoted numbers and booleans, as `trl sft --config` reads them (its parser's types)
+    path = tmp_path / "c.yaml"
+    path.write_text(
+        'per_device_train_batch_size: "4"\nbf16: "true"\nuse_liger_kernel: "no"\n'
+        "save_strategy: epoch\nactivation_checkpointing: true\n"
+    )
+    cfg, source = load_config("sft", yaml_path=path)
+    assert (cfg.micro_batch_size, cfg.dtype, cfg.liger_kernel) == (4, "bf16", "off")
+    assert cfg.gradient_checkpointing == "on"
+    assert cfg.trl_args == {"save_strategy": "epoch"}
+    assert source["micro_batch_size"] == str(path)
+
+
+def test_file_and_set_problems_come_together(tmp_path):
+    path = tmp_path / "c.yaml"
+    path.write_text("seed: 1\nzzqx: 2\n")
+    line = error_line(
+        CliRunner().invoke(
+            app,
+            ["train", "grpo", "--config", str(path), "--set", "top_p=high", "--print-config"],
+        )
+    )
+    assert line == (
+        f"shop-r1: error: {path}:2: zzqx: not a shop-r1 setting nor a TRL GRPOConfig field; "
+        "run with --print-config to see shop-r1's settings; --set top_p=high: top_p: TRL "
+        "expects float, got 'high'"
+    )
+
+
+def test_every_field_is_a_flag_as_trl_parses_it():
+    argv = ["train", "grpo", "--top_p", "0.9", "--per-device-train-batch-size=4", "--bf16"]
+    argv += ["--loss_type", "grpo", "--print-config"]
+    result = CliRunner().invoke(app, argv)
+    assert result.exit_code == 0, result.output
+    lines = dict(line.split("  # ")[0].split(": ", 1) for line in result.output.splitlines()[1:])
+    assert lines["trl_args"] == "{top_p: 0.9}" and lines["micro_batch_size"] == "4"
+    assert lines["dtype"] == "bf16" and lines["loss_type"] == "grpo"
+
+
+def test_bad_flags_are_reported_together():
+    argv = [
+        "train",
+        "sft",
+        "--lr",
+        "3e-5",
+        "--top_k",
+        "5",
+        "stray",
+        "--per_device_train_batch_size",
+    ]
+    line = error_line(CliRunner().invoke(app, [*argv, "x", "--print-config"]))
+    assert line == (
+        "shop-r1: error: --lr: not a shop-r1 setting nor a TRL SFTConfig field; did you mean "
+        "learning_rate? run with --print-config to see shop-r1's settings; --top_k: not a "
+        "shop-r1 setting nor a TRL SFTConfig field; run with --print-config to see shop-r1's "
+        "settings; stray: unexpected argument; give settings as --NAME VALUE; "
+        "--per_device_train_batch_size: TRL expects int, got 'x'"
+    )

@@ -44,6 +44,13 @@ ALIAS_ROWS = [
         "include_num_input_tokens_seen=true",
         {"trl_args": {"include_num_input_tokens_seen": True}},
     ),
+    # a TRL name's value is the flag's text, read by TRL's parser as `--run_name 5` is
+    (GRPORunConfig, "run_name=5", {"trl_args": {"run_name": "5"}}),
+    # a list: TRL's flag form (words) or a YAML list, the text TRL's parser cannot read
+    (GRPORunConfig, "reward_weights=1.0 0.5", {"trl_args": {"reward_weights": [1.0, 0.5]}}),
+    (GRPORunConfig, "reward_weights=[1.0, 0.5]", {"trl_args": {"reward_weights": [1.0, 0.5]}}),
+    (SFTRunConfig, "per_device_train_batch_size=auto", {"micro_batch_size": "auto"}),
+    (SFTRunConfig, "bf16=yes", {"dtype": "bf16"}),
     # the first `=` splits: a value may contain `=`
     (SFTRunConfig, "output_dir=runs/lr=1e-5", {"output_dir": "runs/lr=1e-5"}),
     # an empty value is the empty string (then the value rule names it), not null
@@ -92,10 +99,18 @@ BAD_SET_ROWS = [
         "top_p=high",
         "--set top_p=high: top_p: TRL expects float, got 'high'",
     ),
+    # TRL's parser checks a choice field's value against TRL's choices
     (
         GRPORunConfig,
-        "run_name=5",
-        "--set run_name=5: run_name: TRL expects str | null, got 5",
+        "save_strategy=step",
+        "--set save_strategy=step: save_strategy: 'step' is not one of TRL's 4 choices; "
+        "did you mean steps?",
+    ),
+    (
+        GRPORunConfig,
+        "per_device_train_batch_size=four",
+        "--set per_device_train_batch_size=four: per_device_train_batch_size: TRL expects int, "
+        "got 'four'",
     ),
     # set by shop-r1 itself: not a pass-through TRL field
     (
@@ -310,3 +325,35 @@ def test_run_config_of_an_older_or_foreign_run(tmp_path):
     with pytest.raises(ToolError) as err:
         training_data_settings(tmp_path)
     assert str(err.value).endswith("fix the run config") and str(err.value).count(str(file)) == 1
+
+
+# ------------------------------------------------------------- TRL's own refusals
+@pytest.mark.parametrize(
+    ("kwargs", "user", "field"),
+    [
+        # the field the user set, though the message names another first
+        (
+            {"log_completions_hub_repo": "me/runs", "log_completions": False},
+            {"log_completions_hub_repo"},
+            "log_completions_hub_repo",
+        ),
+        (
+            {"num_generations": 3, "generation_batch_size": 8},
+            {"num_generations"},
+            "num_generations",
+        ),
+        # nothing the user set is named: the first field the message names
+        ({"num_generations": 3, "generation_batch_size": 8}, set(), "generation_batch_size"),
+    ],
+)
+def test_trl_refusal_is_one_line_naming_the_field(kwargs, user, field):
+    from trl import GRPOConfig
+
+    from shop_r1.config import trl_rejection
+
+    full = {"output_dir": "/tmp/x", "use_cpu": True, "per_device_train_batch_size": 8, **kwargs}
+    with pytest.raises(ValueError) as err:
+        GRPOConfig(**full)
+    line = trl_rejection("grpo", err.value, full, user)
+    assert line.startswith(f"TRL's GRPOConfig rejects this config: {field}: ")
+    assert "\n" not in line and str(err.value).splitlines()[0] in line
