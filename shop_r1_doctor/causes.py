@@ -164,7 +164,12 @@ def rank_causes(
         if explaining is not None:
             used.add(explaining.code)
             add(0, _joined(explaining, s.title, line))
-        else:
+        elif not any(
+            rm.signature.code in s.explained_by and rm.match.line_no == line.line for rm in matches
+        ):
+            # Unexplained: the symptom's generic reading, unless the log scanner already
+            # read the same line as one of its explanations (a hint), so that `report` and
+            # the scanner lead with the same cause.
             own = codes[s.code]
             add(2, Cause(s.code, s.severity, s.title, own.fix, (line,), (s.source, *own.urls)))
     for rm in matches:

@@ -17,6 +17,7 @@ from repo_paths import FIXTURES
 from shop_r1_doctor.causes import SYMPTOMS_PATH, parse_symptoms, rank_causes
 from shop_r1_doctor.diagnose import diagnose
 from shop_r1_doctor.errors import ToolError
+from shop_r1_doctor.logscan import diagnose_log
 
 LOGS = FIXTURES / "run_logs"
 NO_CUDA_LOG = (
@@ -51,21 +52,33 @@ def test_log_symptom_and_doctor_finding_make_one_lead_cause():
 
 def test_the_symptom_alone_is_not_an_error():
     causes = rank_causes(NO_CUDA_LOG, doctor_findings=diagnose(machine_snapshot("h100")).findings)
-    by_code = {c.code: c for c in causes.causes}
-    assert by_code["TORCH_CUDA_UNAVAILABLE"].severity == "warning"
+    assert "error" not in {c.severity for c in causes.causes}
+
+
+@pytest.mark.parametrize("machine_feeds", [True, False])
+def test_report_and_log_scanner_lead_with_the_same_reading(machine_feeds):
+    # torch's bare "No CUDA GPUs are available" with nothing on the machine explaining it:
+    # the scanner's hint (a CUDA_VISIBLE_DEVICES that names no GPU) leads in both, the
+    # symptom's generic reading does not outrank it.
+    scanned = diagnose_log(NO_CUDA_LOG).matches
+    assert scanned and (scanned[0].code, scanned[0].severity("warning")) == (
+        "CUDA_VISIBLE_DEVICES_HIDES_GPUS",
+        "info",
+    )
+    findings = diagnose(machine_snapshot("h100")).findings
+    causes = rank_causes(NO_CUDA_LOG, doctor_findings=findings, machine_feeds=machine_feeds)
+    assert causes.lead is not None
+    assert (causes.lead.code, causes.lead.severity) == ("CUDA_VISIBLE_DEVICES_HIDES_GPUS", "info")
+    assert "TORCH_CUDA_UNAVAILABLE" in causes.lead.also
 
 
 def test_a_log_from_elsewhere_is_not_joined_with_this_machine():
     findings = diagnose(_hidden_gpus_snapshot()).findings
     causes = rank_causes(NO_CUDA_LOG, doctor_findings=findings, machine_feeds=False)
-    assert causes.lead is not None and causes.lead.code == "TORCH_CUDA_UNAVAILABLE"
-    # the log's own reading may still name the usual reason, as a hint from the log alone:
+    # the log's own reading names the usual reason, as a hint from the log alone:
     # never with this machine's finding as evidence, never above info
     hidden = [c for c in causes.causes if c.code == "CUDA_VISIBLE_DEVICES_HIDES_GPUS"]
-    assert [(c.severity, {e.source for e in c.evidence}) for c in hidden] in (
-        [],
-        [("info", {"log"})],
-    )
+    assert [(c.severity, {e.source for e in c.evidence}) for c in hidden] == [("info", {"log"})]
 
 
 @pytest.mark.parametrize("name", ["c10d-tcpstore-closed-port.log", "nccl-two-node-refused.log"])
