@@ -111,6 +111,12 @@ def main() -> int:
         action="store_true",
         help="with --sft-from: do not score the SFT model again (ablations of one SFT run)",
     )
+    ap.add_argument(
+        "--skip-zero-shot",
+        action="store_true",
+        help="do not score the model before SFT (a pretrained model's zero-shot row is known; "
+        "on thousands of held-out steps it costs minutes of generation)",
+    )
     ap.add_argument("--seed", type=int, default=0)
     ap.add_argument("--sessions", type=int)
     ap.add_argument("--sft-steps", type=int)
@@ -151,6 +157,8 @@ def main() -> int:
             cfg = replace(cfg, **{key: getattr(args, key)})
     if args.skip_sft_eval:
         cfg = replace(cfg, eval_sft=False)
+    if args.skip_zero_shot:
+        cfg = replace(cfg, eval_before=False)
     if args.grpo_set:
         from shop_r1.config import GRPORunConfig, parse_set
 

@@ -64,6 +64,8 @@ class PipelineConfig:
     # settings) instead of training SFT again, so GRPO settings compare from one SFT model.
     sft_from: str | None = None
     eval_sft: bool = True  # False with sft_from: ablations share the first run's SFT score
+    # False: the untrained model is not scored (its row is known; slow to generate)
+    eval_before: bool = True
     # GRPO trains only on these prompts: a `shop-r1.spread/1` file (shop_r1.spread, written
     # by benchmarks/rollout_mix.py --keep-spread) naming the prompts whose groups disagree.
     grpo_prompts: str | None = None
@@ -224,7 +226,8 @@ def run_pipeline(cfg: PipelineConfig, *, log: Callable[[str], None] = _log) -> d
     if cfg.sft_from:
         log(f"SFT: starting from {sft_dir} (no SFT run)")
     else:
-        evaluate(stages[0], "zero-shot" if cfg.model else "before")
+        if cfg.eval_before:
+            evaluate(stages[0], "zero-shot" if cfg.model else "before")
         log(render_text(plan))
         # Train with the plan's attention, as `shop-r1 train sft` loads the model.
         train_sft.register_attention(plan.attn_implementation)

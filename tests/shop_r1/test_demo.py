@@ -52,6 +52,15 @@ def test_pipeline_runs_every_stage_and_writes_the_table(tmp_path):
     assert any(line.startswith("[SFT + GRPO]") for line in lines)
 
 
+def test_skipping_the_untrained_score_keeps_the_later_stages(tmp_path):
+    cfg = PipelineConfig(output_dir=str(tmp_path), eval_before=False, **TOY)
+    results = run_pipeline(cfg, log=lambda _: None)
+    assert list(results["stages"]) == list(STAGES[1:])
+    assert "eval_before_s" not in results["timings"]
+    assert not (tmp_path / "eval-before").exists()
+    assert (tmp_path / "eval-sft" / "predictions.jsonl").exists()
+
+
 def test_sft_and_grpo_stages_are_scored_through_one_loader(tmp_path, monkeypatch):
     """The SFT stage is scored on the reload GRPO then trains, not on SFT's in-memory
     model: on the H100 the two paths differed on 13 of 240 completions with the same
