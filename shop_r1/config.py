@@ -316,6 +316,12 @@ class GRPORunConfig(_RunConfig):
 CONFIG_CLASSES: dict[str, type[_RunConfig]] = {"sft": SFTRunConfig, "grpo": GRPORunConfig}
 
 
+def task_fields(cls: type[_RunConfig]) -> tuple[dataclasses.Field[Any], ...]:
+    """The fields of shop-r1's run config for this command, without the TRL fields of
+    its `shop_r1.trl_config` subclass."""
+    return dataclasses.fields(SFTRunConfig if issubclass(cls, SFTRunConfig) else GRPORunConfig)
+
+
 # --- typing: YAML and flags give plain values; check them against the annotations ---
 
 
@@ -362,7 +368,7 @@ def _type_errors(cfg: Any) -> list[str]:
     rules can still run and every problem is reported at once."""
     hints = typing.get_type_hints(type(cfg))
     errors = []
-    for f in dataclasses.fields(cfg):
+    for f in task_fields(type(cfg)):
         value = _coerce(getattr(cfg, f.name), hints[f.name])
         setattr(cfg, f.name, value)
         if not _type_ok(value, hints[f.name]):
@@ -531,7 +537,7 @@ def _choice_problems(cfg: _RunConfig) -> list[str]:
     not when TRL's config is built in the preflight."""
     actions = trl_actions(type(cfg))
     errors = []
-    for f in dataclasses.fields(cfg):
+    for f in task_fields(type(cfg)):
         action = actions.get(f.name)
         value = getattr(cfg, f.name)
         if action is None or not action.choices or value == "auto" or not isinstance(value, str):
@@ -550,7 +556,7 @@ def _trl_class(cls: type[_RunConfig]) -> Any:
         import trl
     except ImportError:
         return None
-    return trl.SFTConfig if cls.__name__.startswith("SFT") else trl.GRPOConfig
+    return trl.SFTConfig if issubclass(cls, SFTRunConfig) else trl.GRPOConfig
 
 
 def trl_fields(cls: type[_RunConfig]) -> dict[str, Any]:
@@ -662,7 +668,7 @@ def _resolve_key(
         return target, kind if read else "fp32"
     if key in fields and key not in TRL_OWNED:
         return "trl_args", {key: _trl_read(key, text, cls, fields[key], value)}
-    trl_name = "SFTConfig" if cls.__name__.startswith("SFT") else "GRPOConfig"
+    trl_name = "SFTConfig" if issubclass(cls, SFTRunConfig) else "GRPOConfig"
     if key in fields:  # TRL_OWNED: suggesting the same name back would not help
         raise _Problem(
             key,
