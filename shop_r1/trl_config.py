@@ -12,8 +12,9 @@ TRL.
 
 from __future__ import annotations
 
+import copy
 import dataclasses
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 from trl import GRPOConfig, SFTConfig
@@ -23,13 +24,16 @@ from shop_r1.autoconfig import AutoPlan
 from shop_r1.config import GRPORunConfig, SFTRunConfig, _RunConfig
 
 
+@dataclass
 class _Resolvable:
     """`decide` and `validate`, shared by the SFT and GRPO classes."""
 
-    # names of the TRL fields the user set (YAML, --set, flags) and of those a person or
-    # the plan chose (the RunPlan reads these)
-    user: tuple[str, ...] = ()
-    chosen: tuple[str, ...] = ()
+    # the TRL fields the user set (YAML, --set, flags): they win over the plan
+    user: tuple[str, ...] = field(
+        default=(), metadata={"help": "TRL fields the user set (they win over the plan)."}
+    )
+    # the TRL fields the user or the plan chose: what the RunPlan reads
+    chosen: tuple[str, ...] = field(default=(), init=False, repr=False)
 
     def _plan_values(self, plan: AutoPlan) -> dict[str, Any]:
         cfg: Any = self
@@ -161,11 +165,11 @@ def _task_base(cls: type) -> type[_RunConfig]:
 
 
 def build(cfg: _RunConfig, plan: AutoPlan) -> Any:
-    """The run's TRL config: `cfg`'s values (its TRL fields as fields), the plan's
-    decisions written in. TRL's own checks run in `validate()`."""
+    """The run's TRL config with the plan's decisions written in: a copy of `cfg` when
+    it was loaded as one (the loaded config keeps the user's "auto"), else made from a
+    task-only config. TRL's own checks run in `validate()`."""
+    if isinstance(cfg, _Resolvable):
+        return copy.copy(cfg).decide(plan)
     task = _task_base(type(cfg))
     values = {f.name: getattr(cfg, f.name) for f in dataclasses.fields(task)}
-    trl_extra = values.pop("trl_args")
-    obj = CLASSES[task](**values, **trl_extra)
-    obj.user = tuple(trl_extra)
-    return obj.decide(plan)
+    return CLASSES[task](**values).decide(plan)

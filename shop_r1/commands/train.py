@@ -186,6 +186,7 @@ def run_here(
     console.findings([f for f in prepared.findings if f.severity != "info"], ignored=ignore)
     errors = prepared.errors(ignore)
     if as_json:
+        from shop_r1.config import config_values
         from shop_r1_doctor.api import finding_json
         from shop_r1_doctor.cli.output import Output
 
@@ -193,7 +194,7 @@ def run_here(
             "shop-r1.train-plan/1",
             {
                 "command": command,
-                "config": dataclasses.asdict(cfg),
+                "config": config_values(cfg),
                 "plan": dataclasses.asdict(prepared.plan),
                 "findings": [finding_json(f) for f in prepared.findings],
                 "errors": [f.code for f in errors],

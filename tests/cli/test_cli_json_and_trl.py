@@ -14,7 +14,7 @@ from typer.testing import CliRunner
 
 from shop_r1.autoconfig import AutoPlan
 from shop_r1.cli import app
-from shop_r1.config import GRPORunConfig, SFTRunConfig, load_config, parse_set
+from shop_r1.config import GRPORunConfig, SFTRunConfig, load_config, parse_set, trl_values
 from shop_r1.data.io import write_sessions
 from shop_r1.data.synth import generate_sessions
 
@@ -100,7 +100,7 @@ def test_trl_fields_reach_trl_config() -> None:
     ]
     cfg, _ = load_config("grpo", flags=parse_set(sets, GRPORunConfig))
     assert cfg.micro_batch_size == 2 and cfg.liger_kernel == "off" and cfg.dtype == "fp32"
-    assert cfg.trl_args == {"top_p": 0.9, "epsilon_high": 0.28}
+    assert trl_values(cfg) == {"top_p": 0.9, "epsilon_high": 0.28}
     plan = AutoPlan(micro_batch_size=2, gradient_accumulation_steps=32, generation_batch_size=64)
     trl_cfg = trl_config.build(cfg, plan).validate()
     assert trl_cfg.top_p == 0.9 and trl_cfg.epsilon_high == 0.28
