@@ -45,3 +45,18 @@ def test_a_trl_field_the_user_set_wins_over_the_plan_and_is_what_the_runplan_rea
     assert settings["torch_compile"] is True and settings["per_device_train_batch_size"] == 2
     # a TRL field nobody chose is not in the settings (the RunPlan leaves it unset)
     assert "fsdp" not in settings and "top_p" not in settings
+
+
+def test_the_users_trl_fields_survive_a_copy_with_changes(tmp_path):
+    # `train` swaps in the resolved model path and Ray the worker count with
+    # dataclasses.replace: the user's TRL fields still win over the plan after it
+    import dataclasses
+
+    from shop_r1 import trl_config
+
+    path = tmp_path / "c.yaml"
+    path.write_text("padding_free: false\nreport_to: none\n")
+    cfg, _ = load_config("sft", yaml_path=path)
+    moved = dataclasses.replace(cfg, model="/abs/model")
+    args = trl_config.build(moved, AutoPlan(padding_free=True)).validate()
+    assert args.padding_free is False and "padding_free" in args.settings()
