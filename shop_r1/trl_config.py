@@ -104,9 +104,6 @@ _SAME_MEANING = {
     "beta",
     "loss_type",
     "scale_rewards",
-    "vllm_server_host",
-    "vllm_server_port",
-    "vllm_group_port",
 }
 
 

@@ -60,3 +60,21 @@ def test_the_users_trl_fields_survive_a_copy_with_changes(tmp_path):
     moved = dataclasses.replace(cfg, model="/abs/model")
     args = trl_config.build(moved, AutoPlan(padding_free=True)).validate()
     assert args.padding_free is False and "padding_free" in args.settings()
+
+
+@pytest.mark.parametrize("command", ["sft", "grpo"])
+def test_no_trl_field_keeps_a_shop_r1_switch_value(command):
+    import dataclasses
+
+    from trl import GRPOConfig, SFTConfig
+
+    plan = AutoPlan(micro_batch_size=2, gradient_accumulation_steps=32, generation_batch_size=64)
+    args = _built(command, ["report_to=none"], plan)
+    trl_cls = SFTConfig if command == "sft" else GRPOConfig
+    switches = {"auto", "on", "off"}
+    left = [
+        f.name
+        for f in dataclasses.fields(trl_cls)
+        if isinstance(getattr(args, f.name), str) and getattr(args, f.name) in switches
+    ]
+    assert left == []
