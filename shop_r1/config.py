@@ -8,6 +8,10 @@ it): an unknown key, a wrong type, a value out of range. `__post_init__` collect
 invalid value (`ConfigError.problems`, one per field); `load_config` places each on the
 line of the file that set it. `"auto"` means: decided by `shop_r1.autoconfig` from the
 machine's facts, printed with the reason.
+
+These classes hold the task's fields only and need no TRL. Where TRL is installed a config
+is loaded as their `shop_r1.trl_config` subclass, TRL's own `SFTConfig`/`GRPOConfig`, so a
+TRL field the user sets (read here by TRL's parser) is a field of the run config.
 """
 
 from __future__ import annotations
@@ -439,14 +443,6 @@ class _Problem(Exception):
         self.key, self.message = key, message
 
 
-class _Problems(Exception):
-    """Several bad keys of one grouped mapping (`trl_args:`)."""
-
-    def __init__(self, problems: list[_Problem]) -> None:
-        super().__init__(problems)
-        self.problems = problems
-
-
 @dataclass
 class _Read:
     """Values read from one source (a file, `--set` items): canonical field -> value, the
@@ -456,22 +452,26 @@ class _Read:
     written: dict[str, str] = field(default_factory=dict)
     problems: list[tuple[str, str, str]] = field(default_factory=list)  # (where, key, msg)
 
-    def add(self, key: str, value: Any, cls: type[_RunConfig], raw: str | None = None) -> None:
-        if key == TRL_GROUP:  # TRL's fields grouped in a mapping: each read as a key
-            if not isinstance(value, dict):
-                raise _Problem(key, f"expected dict, got {value!r}")
-            bad = []
+    def add(
+        self, key: str, value: Any, cls: type[_RunConfig], raw: str | None = None, where: str = ""
+    ) -> None:
+        """One key (`where`: the source a problem names); a bad one joins `problems`."""
+        if key == TRL_GROUP and isinstance(value, dict):  # TRL's fields grouped in a mapping
             for sub, sub_value in value.items():
-                try:
-                    self.add(str(sub), sub_value, cls)
-                except _Problem as exc:
-                    bad.append(_Problem(f"{key}.{exc.key}", exc.message))
-                else:
-                    self.written[str(sub)] = f"{key}.{sub}"
-            if bad:
-                raise _Problems(bad)
+                before = len(self.problems)
+                self.add(str(sub), sub_value, cls, where=where)
+                self.problems[before:] = [
+                    (w, f"{key}.{k}", m) for w, k, m in self.problems[before:]
+                ]
+                self.written[str(sub)] = f"{key}.{sub}"
             return
-        name, value = _resolve_key(key, value, cls, raw)
+        try:
+            if key == TRL_GROUP:
+                raise _Problem(key, f"expected dict, got {value!r}")
+            name, value = _resolve_key(key, value, cls, raw)
+        except _Problem as exc:
+            self.problems.append((where, exc.key, exc.message))
+            return
         self.values[name] = value
         self.written[name] = key
 
@@ -488,12 +488,7 @@ def read_yaml(path: Path, cls: type[_RunConfig]) -> tuple[Any, _Read]:
     if not isinstance(values, dict):
         raise reader.fail("", "a config file must be a mapping of setting: value")
     for key, value in values.items():
-        try:
-            out.add(str(key), value, cls)
-        except _Problem as exc:
-            out.problems.append(("file", exc.key, exc.message))
-        except _Problems as many:
-            out.problems += [("file", p.key, p.message) for p in many.problems]
+        out.add(str(key), value, cls, where="file")
     return reader, out
 
 
@@ -515,12 +510,7 @@ def _read_set(items: list[str], cls: type[_RunConfig]) -> _Read:
             out.values[key] = _coerce(value, typing.get_type_hints(cls)[key])
             out.written[key] = key
             continue
-        try:
-            out.add(key, value, cls, raw=raw)
-        except _Problem as exc:
-            out.problems.append((f"--set {item}", exc.key, exc.message))
-        except _Problems as many:
-            out.problems += [(f"--set {item}", p.key, p.message) for p in many.problems]
+        out.add(key, value, cls, raw=raw, where=f"--set {item}")
     return out
 
 
@@ -781,18 +771,10 @@ def load_config(
 def _read_given(flags: dict[str, Any], cls: type[_RunConfig]) -> _Read:
     """A caller's values: shop-r1's fields as given (the config's rules check them),
     any other name (TRL's, an alias, a `trl_args` group) read like a file's key."""
-    own = {f.name for f in task_fields(cls)}
     out = _Read()
     for key, value in flags.items():
-        if key in own or value is None:
-            out.values[key] = value
-            continue
-        try:
+        if value is not None:
             out.add(key, value, cls)
-        except _Problem as exc:
-            out.problems.append(("", exc.key, exc.message))
-        except _Problems as many:
-            out.problems += [("", p.key, p.message) for p in many.problems]
     return out
 
 

@@ -5,9 +5,10 @@ preflight to the trainer.
 A field both declare keeps shop-r1's type and default ("auto" where the
 auto-configuration decides it) until `decide(plan)` writes the plan's decisions into
 TRL's fields of the same object; `validate()` then runs TRL's own `__post_init__` once
-(it checks the device it runs on, so it cannot run while the config is read). Imported
-only on the train paths: reading a config (`--print-config`, `launch --config`) needs no
-TRL.
+(it checks the device it runs on, so it cannot run while the config is read). Where TRL
+is missing (the light install) `shop_r1.config.run_class` loads the TRL-free classes, so
+`--print-config` and `launch --config` still read and check a config; `shop-r1 --help`
+and the doctor never import this module.
 """
 
 from __future__ import annotations
