@@ -181,7 +181,7 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
     from datasets import Dataset
     from trl import GRPOTrainer
 
-    from shop_r1 import _compat, train_grpo, train_sft
+    from shop_r1 import _compat, train_grpo, train_sft, trl_config
     from shop_r1.autoconfig import decide, render_text
     from shop_r1.callbacks import BindPolicyCallback, SummaryCallback
     from shop_r1.config import GRPORunConfig
@@ -256,7 +256,7 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
     summary = SummaryCallback(shape, plan.seq_len, gpu_name=gpu_name, warmup_steps=args.warmup)
     trainer = GRPOTrainer(
         model=model,
-        args=train_grpo.trl_config(cfg, plan),
+        args=trl_config.build(cfg, plan).validate(),
         reward_funcs=rewards,
         train_dataset=Dataset.from_list(
             [{"prompt": r["prompt"], "gold_action": r["gold_action"]} for r in rows]

@@ -14,7 +14,7 @@ R is computed by the reward functions `shop_r1.train_grpo.build_rewards` hands t
 GRPOTrainer for a `GRPORunConfig` (format, type, attribute, DARS x ROUGE-L value with the
 configured threshold, or the binary variant), on the completion `{"rationale": ...,
 "action": <c>}` scored against each gold's `gold_action` column string, weighted by
-`trl_args.reward_weights` when set. The rationale self-certainty reward (off by default)
+TRL's `reward_weights` when set. The rationale self-certainty reward (off by default)
 scores the policy's logits on the rationale, not the action: it is left out.
 
 A step agrees when every candidate of highest expected reward is also a candidate of
@@ -44,7 +44,7 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
 from shop_r1.actions import Action  # noqa: E402
-from shop_r1.config import GRPORunConfig  # noqa: E402
+from shop_r1.config import GRPORunConfig, make_run_config, trl_values  # noqa: E402
 from shop_r1.metrics import exact_match  # noqa: E402
 
 METRIC_THRESHOLD = 0.75  # `shop-r1 eval` / compute_metrics: exact match's ROUGE-L threshold
@@ -83,7 +83,8 @@ def gold_column(action: Action) -> str:
 
 
 def grpo_config(**overrides: Any) -> GRPORunConfig:
-    return GRPORunConfig(model="-", data="-", **overrides)
+    """A GRPO run config; `overrides` may name TRL's fields (reward_weights, ...)."""
+    return make_run_config("grpo", {"model": "-", "data": "-", **overrides})  # type: ignore[return-value]
 
 
 class TrainingReward:
@@ -92,15 +93,16 @@ class TrainingReward:
     def __init__(self, cfg: GRPORunConfig) -> None:
         from shop_r1.train_grpo import build_rewards
 
-        aggregation = cfg.trl_args.get("multi_objective_aggregation", "sum_then_normalize")
+        trl = trl_values(cfg)
+        aggregation = trl.get("multi_objective_aggregation", "sum_then_normalize")
         if aggregation != "sum_then_normalize":
             raise ValueError(
-                f"trl_args.multi_objective_aggregation: {aggregation!r} normalises each reward "
+                f"multi_objective_aggregation: {aggregation!r} normalises each reward "
                 "per group before summing; this analysis covers sum_then_normalize only"
             )
         # self-certainty needs the live policy and scores the rationale, not the action
         self.funcs = [f for f in build_rewards(cfg) if not hasattr(f, "bind")]
-        weights = cfg.trl_args.get("reward_weights")
+        weights = trl.get("reward_weights")
         self.weights = list(weights)[: len(self.funcs)] if weights else [1.0] * len(self.funcs)
         self.cfg = cfg
 

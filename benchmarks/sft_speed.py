@@ -56,7 +56,7 @@ def run_one(mode: str, args: argparse.Namespace) -> dict:
     from datasets import Dataset
     from trl import SFTConfig, SFTTrainer
 
-    from shop_r1 import _compat, train_sft
+    from shop_r1 import _compat, train_sft, trl_config
     from shop_r1.autoconfig import decide, render_text
     from shop_r1.callbacks import SummaryCallback
     from shop_r1.config import SFTRunConfig
@@ -102,7 +102,7 @@ def run_one(mode: str, args: argparse.Namespace) -> dict:
             dtype=train_sft.torch_dtype(plan),
             attn_implementation=plan.attn_implementation,
         )
-        targs = train_sft.trl_config(run_cfg, plan)
+        targs = trl_config.build(run_cfg, plan).validate()
         predicted = plan.predicted_peak_bytes
         setup = (
             f"{plan.attn_implementation}, {plan.master_weights} weights, mb {plan.micro_batch_size}"

@@ -27,7 +27,6 @@ on the sessions themselves (Qwen's is not downloadable here): ~3.5 characters a 
 from __future__ import annotations
 
 import argparse
-import dataclasses
 import json
 import os
 import random
@@ -234,7 +233,7 @@ def run_mode(mode: str, args: argparse.Namespace) -> dict[str, Any]:
     from transformers import AutoTokenizer
     from trl import SFTConfig, SFTTrainer
 
-    from shop_r1 import _compat, train_sft
+    from shop_r1 import _compat, train_sft, trl_config
     from shop_r1.autoconfig import decide, render_text
     from shop_r1.callbacks import peak_flops
     from shop_r1.config import SFTRunConfig
@@ -353,14 +352,10 @@ def run_mode(mode: str, args: argparse.Namespace) -> dict[str, Any]:
             # tokens, one bin per forward; accumulation makes ~global_batch rows a step
             capacity = _bfd_capacity(plan, shape, seq_len)
             ga = max(round(args.global_batch * stats["mean"] / capacity), 1)
-            targs = dataclasses.replace(
-                train_sft.trl_config(run_cfg, plan),
-                packing=True,
-                packing_strategy="bfd",
-                max_length=capacity,
-                per_device_train_batch_size=1,
-                gradient_accumulation_steps=ga,
-            )
+            targs = trl_config.build(run_cfg, plan)
+            targs.packing, targs.packing_strategy, targs.max_length = True, "bfd", capacity
+            targs.per_device_train_batch_size, targs.gradient_accumulation_steps = 1, ga
+            targs.validate()
             trainer = SFTTrainer(
                 model=model,
                 args=targs,

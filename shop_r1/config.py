@@ -8,6 +8,10 @@ it): an unknown key, a wrong type, a value out of range. `__post_init__` collect
 invalid value (`ConfigError.problems`, one per field); `load_config` places each on the
 line of the file that set it. `"auto"` means: decided by `shop_r1.autoconfig` from the
 machine's facts, printed with the reason.
+
+These classes hold the task's fields only and need no TRL. Where TRL is installed a config
+is loaded as their `shop_r1.trl_config` subclass, TRL's own `SFTConfig`/`GRPOConfig`, so a
+TRL field the user sets (read here by TRL's parser) is a field of the run config.
 """
 
 from __future__ import annotations
@@ -112,13 +116,6 @@ class _RunConfig:
     gpu_memory_headroom: float = _f(
         0.9, "Share of GPU memory the auto-configuration may plan to use."
     )
-    trl_args: dict = field(
-        default_factory=dict,
-        metadata={
-            "help": "Other TRL SFTConfig/GRPOConfig fields, passed to TRL as given (a YAML "
-            "key or --set that is a TRL field lands here, e.g. top_p, epsilon_high)."
-        },
-    )
 
     def _check(self) -> list[str]:
         errors = _type_errors(self)  # resets mistyped fields so the value rules can run
@@ -146,7 +143,6 @@ class _RunConfig:
             errors.append(f"max_steps: must be -1 (use epochs) or >= 1, got {self.max_steps}")
         if self.max_steps == -1 and self.num_train_epochs <= 0:
             errors.append(f"num_train_epochs: must be > 0, got {self.num_train_epochs}")
-        errors += _nested_problems(self.trl_args, type(self))
         errors += _choice_problems(self)
         mb, ga = self.micro_batch_size, self.gradient_accumulation_steps
         gbs, procs = self.global_batch_size, self.num_processes
@@ -178,7 +174,7 @@ class _RunConfig:
         errors = self._check()
         if errors:  # every rule's text is `field: message`
             problems = [(e.partition(": ")[0], e.partition(": ")[2]) for e in errors]
-            raise ConfigError(type(self).__name__, problems)
+            raise ConfigError(task_class(type(self)).__name__, problems)
 
 
 @dataclass
@@ -316,6 +312,36 @@ class GRPORunConfig(_RunConfig):
 CONFIG_CLASSES: dict[str, type[_RunConfig]] = {"sft": SFTRunConfig, "grpo": GRPORunConfig}
 
 
+def task_class(cls: type[_RunConfig]) -> type[_RunConfig]:
+    """shop-r1's own run config class (no TRL field) of a run config class."""
+    return SFTRunConfig if issubclass(cls, SFTRunConfig) else GRPORunConfig
+
+
+def task_fields(cls: type[_RunConfig]) -> tuple[dataclasses.Field[Any], ...]:
+    """The fields of shop-r1's run config for this command, without the TRL fields of
+    its `shop_r1.trl_config` subclass."""
+    return dataclasses.fields(task_class(cls))
+
+
+def run_class(command: str) -> type[_RunConfig]:
+    """The class a run config is loaded as: TRL's config with the task fields
+    (`shop_r1.trl_config`) where TRL is installed, else shop-r1's own (the light install
+    reads and checks a config without TRL, and names TRL's fields unknown)."""
+    try:
+        from shop_r1 import trl_config
+    except ImportError:
+        return CONFIG_CLASSES[command]
+    return trl_config.CLASSES[CONFIG_CLASSES[command]]
+
+
+# a config may group TRL's fields under this key (as `--print-config` writes them)
+TRL_GROUP = "trl_args"
+TRL_GROUP_HELP = (
+    "Other TRL SFTConfig/GRPOConfig fields, passed to TRL as given (a YAML key or --set "
+    "that is a TRL field lands here, e.g. top_p, epsilon_high)."
+)
+
+
 # --- typing: YAML and flags give plain values; check them against the annotations ---
 
 
@@ -362,7 +388,7 @@ def _type_errors(cfg: Any) -> list[str]:
     rules can still run and every problem is reported at once."""
     hints = typing.get_type_hints(type(cfg))
     errors = []
-    for f in dataclasses.fields(cfg):
+    for f in task_fields(type(cfg)):
         value = _coerce(getattr(cfg, f.name), hints[f.name])
         setattr(cfg, f.name, value)
         if not _type_ok(value, hints[f.name]):
@@ -405,7 +431,7 @@ SHORT_NAMES = {
     "model_name_or_path": "model",
     "dataset_name": "data",
 }
-# set by shop-r1 from its own fields or plan; not settable through trl_args
+# set by shop-r1 from its own fields or plan; not settable as TRL fields
 TRL_OWNED = {"output_dir", "use_cpu", "tf32", "torch_dtype", "dtype", "model_init_kwargs"}
 
 
@@ -426,15 +452,28 @@ class _Read:
     written: dict[str, str] = field(default_factory=dict)
     problems: list[tuple[str, str, str]] = field(default_factory=list)  # (where, key, msg)
 
-    def add(self, key: str, value: Any, cls: type[_RunConfig], raw: str | None = None) -> None:
-        name, value = _resolve_key(key, value, cls, raw)
-        if name == "trl_args" and isinstance(value, dict):
-            self.values["trl_args"] = {**self.values.get("trl_args", {}), **value}
-            for sub in value:
-                self.written[f"trl_args.{sub}"] = key if key != "trl_args" else f"trl_args.{sub}"
-        else:
-            self.values[name] = value
-            self.written[name] = key
+    def add(
+        self, key: str, value: Any, cls: type[_RunConfig], raw: str | None = None, where: str = ""
+    ) -> None:
+        """One key (`where`: the source a problem names); a bad one joins `problems`."""
+        if key == TRL_GROUP and isinstance(value, dict):  # TRL's fields grouped in a mapping
+            for sub, sub_value in value.items():
+                before = len(self.problems)
+                self.add(str(sub), sub_value, cls, where=where)
+                self.problems[before:] = [
+                    (w, f"{key}.{k}", m) for w, k, m in self.problems[before:]
+                ]
+                self.written[str(sub)] = f"{key}.{sub}"
+            return
+        try:
+            if key == TRL_GROUP:
+                raise _Problem(key, f"expected dict, got {value!r}")
+            name, value = _resolve_key(key, value, cls, raw)
+        except _Problem as exc:
+            self.problems.append((where, exc.key, exc.message))
+            return
+        self.values[name] = value
+        self.written[name] = key
 
 
 def read_yaml(path: Path, cls: type[_RunConfig]) -> tuple[Any, _Read]:
@@ -449,17 +488,14 @@ def read_yaml(path: Path, cls: type[_RunConfig]) -> tuple[Any, _Read]:
     if not isinstance(values, dict):
         raise reader.fail("", "a config file must be a mapping of setting: value")
     for key, value in values.items():
-        try:
-            out.add(str(key), value, cls)
-        except _Problem as exc:
-            out.problems.append(("file", exc.key, exc.message))
+        out.add(str(key), value, cls, where="file")
     return reader, out
 
 
 def _read_set(items: list[str], cls: type[_RunConfig]) -> _Read:
     """`--set key=value` items: shop-r1's fields get the value as a YAML scalar (1e-5,
     true, auto); TRL's names get the text, read by TRL's parser as its flags are."""
-    known = {f.name for f in dataclasses.fields(cls)}
+    known = {f.name for f in task_fields(cls)}
     out = _Read()
     for item in items:
         key, sep, raw = item.partition("=")
@@ -474,10 +510,7 @@ def _read_set(items: list[str], cls: type[_RunConfig]) -> _Read:
             out.values[key] = _coerce(value, typing.get_type_hints(cls)[key])
             out.written[key] = key
             continue
-        try:
-            out.add(key, value, cls, raw=raw)
-        except _Problem as exc:
-            out.problems.append((f"--set {item}", exc.key, exc.message))
+        out.add(key, value, cls, raw=raw, where=f"--set {item}")
     return out
 
 
@@ -514,24 +547,13 @@ def parse_set(items: list[str], cls: type[_RunConfig]) -> dict[str, Any]:
     return read.values
 
 
-def _nested_problems(trl_args: dict[str, Any], cls: type[_RunConfig]) -> list[str]:
-    """Errors of the TRL fields given as a `trl_args` mapping (`trl_args.top_p: ...`)."""
-    errors = []
-    for key, value in trl_args.items():  # TRL's names and types, with suggestions
-        try:
-            _resolve_key(str(key), value, cls)
-        except _Problem as exc:
-            errors.append(f"trl_args.{exc.key}: {exc.message}")
-    return errors
-
-
 def _choice_problems(cfg: _RunConfig) -> list[str]:
     """shop-r1's fields that TRL also has with a fixed set of choices (optim,
     lr_scheduler_type), checked against TRL's parser's choices when the config is read,
     not when TRL's config is built in the preflight."""
     actions = trl_actions(type(cfg))
     errors = []
-    for f in dataclasses.fields(cfg):
+    for f in task_fields(type(cfg)):
         action = actions.get(f.name)
         value = getattr(cfg, f.name)
         if action is None or not action.choices or value == "auto" or not isinstance(value, str):
@@ -550,7 +572,7 @@ def _trl_class(cls: type[_RunConfig]) -> Any:
         import trl
     except ImportError:
         return None
-    return trl.SFTConfig if cls.__name__.startswith("SFT") else trl.GRPOConfig
+    return trl.SFTConfig if issubclass(cls, SFTRunConfig) else trl.GRPOConfig
 
 
 def trl_fields(cls: type[_RunConfig]) -> dict[str, Any]:
@@ -638,11 +660,11 @@ def _not_a_choice(value: str, choices: list[str]) -> str:
 def _resolve_key(
     key: str, value: Any, cls: type[_RunConfig], raw: str | None = None
 ) -> tuple[str, Any]:
-    """(our field, value) for a config key: ours, an alias (`ALIASES`), or a TRL field
-    (trl_args). `raw`: the text of a flag, which TRL's parser reads for TRL's names."""
+    """(field, value) for a config key: ours, an alias (`ALIASES`), or a TRL field.
+    `raw`: the text of a flag, which TRL's parser reads for TRL's names."""
     import difflib
 
-    known = {f.name for f in dataclasses.fields(cls)}
+    known = {f.name for f in task_fields(cls)}
     if key in known:
         return key, value
     text = raw if raw is not None else value
@@ -661,8 +683,8 @@ def _resolve_key(
             return target, "on" if read else "off"
         return target, kind if read else "fp32"
     if key in fields and key not in TRL_OWNED:
-        return "trl_args", {key: _trl_read(key, text, cls, fields[key], value)}
-    trl_name = "SFTConfig" if cls.__name__.startswith("SFT") else "GRPOConfig"
+        return key, _trl_read(key, text, cls, fields[key], value)
+    trl_name = "SFTConfig" if issubclass(cls, SFTRunConfig) else "GRPOConfig"
     if key in fields:  # TRL_OWNED: suggesting the same name back would not help
         raise _Problem(
             key,
@@ -726,18 +748,17 @@ def load_config(
     from_set.written.update(from_args.written)
     problems += [": ".join(p for p in problem if p) for problem in from_set.problems]
     problems += [": ".join(p for p in problem if p) for problem in from_args.problems]
-    for key, value in {**(flags or {}), **from_set.values}.items():
+    given = _read_given(flags or {}, cls)
+    problems += [": ".join(p for p in problem if p) for problem in given.problems]
+    for key, value in {**given.values, **from_set.values}.items():
         if value is not None:
-            if key == "trl_args" and isinstance(value, dict):
-                value = {**values.get("trl_args", {}), **value}
             values[key] = value
             source[key] = "flag"
-            written[key] = from_set.written.get(key, key)
-    written.update({k: v for k, v in from_set.written.items() if k.startswith("trl_args.")})
+            written[key] = from_set.written.get(key, given.written.get(key, key))
     _processes_from_launcher(values, source, reader)
     _default_batch_for_processes(cls, values, source)
     try:
-        cfg = cls(**values)
+        cfg = make_run_config(command, values)
     except ConfigError as exc:
         if reader is None and not problems:
             raise
@@ -745,6 +766,42 @@ def load_config(
     if problems:
         raise ToolError("; ".join(problems))
     return cfg, source
+
+
+def _read_given(flags: dict[str, Any], cls: type[_RunConfig]) -> _Read:
+    """A caller's values: shop-r1's fields as given (the config's rules check them),
+    any other name (TRL's, an alias, a `trl_args` group) read like a file's key."""
+    out = _Read()
+    for key, value in flags.items():
+        if value is not None:
+            out.add(key, value, cls)
+    return out
+
+
+def make_run_config(command: str, values: dict[str, Any]) -> _RunConfig:
+    """The run config of `command` from canonical values (task and TRL fields): on the
+    TRL install TRL's config with the task fields, which keeps the names of the TRL
+    fields set here (`user`: they win over the plan's decisions)."""
+    cls: Any = run_class(command)
+    own = {f.name for f in task_fields(cls)}
+    user = tuple(k for k in values if k not in own)
+    cfg: _RunConfig = cls(**values, user=user) if user else cls(**values)
+    return cfg
+
+
+def trl_values(cfg: _RunConfig) -> dict[str, Any]:
+    """The TRL fields the user set on a run config, by name."""
+    return {name: getattr(cfg, name) for name in getattr(cfg, "user", ())}
+
+
+def config_values(cfg: _RunConfig) -> dict[str, Any]:
+    """The task fields, then the TRL fields set, grouped (`--print-config`, `--json`)."""
+    values: dict[str, Any] = {}
+    for f in task_fields(type(cfg)):
+        values[f.name] = getattr(cfg, f.name)
+        if f.name == "gpu_memory_headroom":  # the last field both commands share
+            values[TRL_GROUP] = trl_values(cfg)
+    return values
 
 
 def _placed(
@@ -807,13 +864,18 @@ def _processes_from_launcher(
 
 def render_config(cfg: _RunConfig, source: dict[str, str]) -> str:
     """YAML of every field with its value's origin; loads back through --config."""
-    lines = [f"# {type(cfg).__name__} (default < YAML < flag)"]
-    for f in dataclasses.fields(cfg):
-        value = yaml.safe_dump(getattr(cfg, f.name), default_flow_style=True).strip()
+    lines = [f"# {task_class(type(cfg)).__name__} (default < YAML < flag)"]
+    helps = {f.name: f.metadata["help"] for f in task_fields(type(cfg))}
+    trl = trl_values(cfg)
+    origins = [source[k] for k in trl if k in source]
+    # the TRL fields' origin: a flag when any came from one, as `--set` overrides the file
+    source = {**source, TRL_GROUP: "flag" if "flag" in origins else next(iter(origins), "default")}
+    for name, value in config_values(cfg).items():
+        text = yaml.safe_dump(value, default_flow_style=True).strip()
         # a scalar's dump ends with YAML's end-of-document line; a value may end in `...`
-        value = value.removesuffix("\n...").strip()
-        origin = source.get(f.name, "default")
-        lines.append(f"{f.name}: {value}  # [{origin}] {f.metadata['help']}")
+        text = text.removesuffix("\n...").strip()
+        help_text = helps.get(name, TRL_GROUP_HELP)
+        lines.append(f"{name}: {text}  # [{source.get(name, 'default')}] {help_text}")
     return "\n".join(lines) + "\n"
 
 
@@ -832,7 +894,7 @@ def training_data_settings(model_dir: str | Path) -> tuple[Path, dict[str, Any]]
     if not path.is_file():
         return None
     _, values = read_yaml_file(path, "run config")
-    keys = set(values) if isinstance(values, dict) else set()
+    keys = set(values) - {TRL_GROUP} if isinstance(values, dict) else set()
     # the command that wrote it: the config class that knows every key
     command = next(
         (

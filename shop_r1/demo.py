@@ -83,7 +83,7 @@ def run_pipeline(cfg: PipelineConfig, *, log: Callable[[str], None] = _log) -> d
 
     from shop_r1 import train_grpo, train_sft
     from shop_r1.autoconfig import decide, render_text
-    from shop_r1.config import GRPORunConfig, SFTRunConfig
+    from shop_r1.config import SFTRunConfig, make_run_config
     from shop_r1.data.prompts import rl_rows, sft_rows
     from shop_r1.data.split import split_by_session
     from shop_r1.data.synth import generate_sessions
@@ -260,21 +260,25 @@ def run_pipeline(cfg: PipelineConfig, *, log: Callable[[str], None] = _log) -> d
         log(f"GRPO prompts: {len(rl)} of {before} (groups with reward spread, {cfg.grpo_prompts})")
         results["grpo_prompts"] = {"file": cfg.grpo_prompts, "kept": len(rl), "of": before}
     prompt_len = max(len(chat_ids(tokenizer, r["prompt"])) for r in rl[:: max(1, len(rl) // 2000)])
-    grpo_cfg = GRPORunConfig(
-        output_dir=str(out / "grpo"),
-        max_steps=cfg.grpo_steps,
-        global_batch_size=cfg.grpo_batch,
-        num_generations=cfg.grpo_generations,
-        learning_rate=cfg.grpo_lr,
-        beta=cfg.grpo_beta,
-        temperature=cfg.grpo_temperature,
-        max_completion_length=max_new,
-        use_vllm=cfg.use_vllm,
-        vllm_mode="colocate",
-        vllm_gpu_memory_utilization=cfg.vllm_gpu_memory_utilization or "auto",
-        save_steps=cfg.grpo_steps,
-        # extra (ablations, --grpo-set) overrides the shared settings, e.g. micro_batch_size
-        **{**common, **cfg.extra},
+    # extra (--grpo-set) may name TRL's fields: the run config is then TRL's own
+    grpo_cfg: Any = make_run_config(
+        "grpo",
+        dict(
+            output_dir=str(out / "grpo"),
+            max_steps=cfg.grpo_steps,
+            global_batch_size=cfg.grpo_batch,
+            num_generations=cfg.grpo_generations,
+            learning_rate=cfg.grpo_lr,
+            beta=cfg.grpo_beta,
+            temperature=cfg.grpo_temperature,
+            max_completion_length=max_new,
+            use_vllm=cfg.use_vllm,
+            vllm_mode="colocate",
+            vllm_gpu_memory_utilization=cfg.vllm_gpu_memory_utilization or "auto",
+            save_steps=cfg.grpo_steps,
+            # extra (ablations, --grpo-set) overrides the shared settings, e.g. micro_batch_size
+            **{**common, **cfg.extra},
+        ),
     )
     plan = decide(snapshot, grpo_cfg, shape, seq_len=prompt_len)
     # The SFT stage is scored on this reload, not on the model in SFT's memory: both

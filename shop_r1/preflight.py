@@ -30,9 +30,9 @@ class Prepared:
     test_rows: list[dict[str, Any]]
     snapshot: dict[str, Any]
     findings: list[Finding] = field(default_factory=list)
-    # the keywords TRL's config is built with (`train_sft/train_grpo.trl_kwargs`): the
-    # RunPlan the checks judged was read from them
-    trl_kwargs: dict[str, Any] = field(default_factory=dict)
+    # the run's TRL config with the plan's decisions (`shop_r1.trl_config`), TRL's own
+    # checks not yet run: the RunPlan the checks judged was read from it
+    args: Any = None
 
     def errors(self, ignore: Iterable[str] = ()) -> list[Finding]:
         skip = set(ignore)
@@ -106,12 +106,13 @@ def plan_section(
     shape: ModelShape,
     n_rows: int,
     longest_sample_tokens: int | None = None,
-    trl_kwargs: dict[str, Any] | None = None,
+    trl_settings: dict[str, Any] | None = None,
 ) -> dict[str, Any]:
     """The RunPlan of this run after auto-configuration: what will actually run. The
-    fields TRL's config holds come from `trl_kwargs`, the keywords that config is built
-    with, so a TRL field set in YAML or with --set (fsdp, torch_compile, save_only_model,
-    vllm_tensor_parallel_size, ...) reaches the checks that read it."""
+    fields TRL's config holds come from `trl_settings`, the TRL fields the plan or the
+    user chose on the run's TRL config (`ShopSFTConfig.settings()`), so a TRL field set in
+    YAML or with --set (fsdp, torch_compile, save_only_model, vllm_tensor_parallel_size,
+    ...) reaches the checks that read it."""
     g = cfg if isinstance(cfg, GRPORunConfig) else None
     vllm = g is not None and plan.use_vllm
     server = vllm and plan.vllm_mode == "server"
@@ -153,7 +154,7 @@ def plan_section(
         vllm_server_port=g.vllm_server_port if g and server else None,
         vllm_group_port=g.vllm_group_port if g and server else None,
     )
-    return RunPlan(**{**ours, **trl_plan_fields(trl_kwargs or {})}).to_dict()
+    return RunPlan(**{**ours, **trl_plan_fields(trl_settings or {})}).to_dict()
 
 
 def prepare(
@@ -194,23 +195,15 @@ def prepare(
         mean_tokens=mean_tokens,
         ray=ray,
     )
-    kwargs = trl_kwargs(cfg, plan)
+    from shop_r1 import trl_config
+
+    args = trl_config.build(cfg, plan)
     # the RunPlan's use_ray stays unset: it makes the checks of ray.init() errors, and a
     # worker joined its cluster before this preflight ran
-    snapshot["plan"] = plan_section(cfg, plan, shape, len(train_rows), seq_len, kwargs)
+    snapshot["plan"] = plan_section(cfg, plan, shape, len(train_rows), seq_len, args.settings())
     from shop_r1_doctor.api import run_checks
 
     # The doctor's checks are the trainer's preflight: one disk check, one model-fit
     # check and one truncation check, fed by the plan above and one memory model.
     findings = run_checks(snapshot)
-    return Prepared(cfg, plan, shape, train_rows, test_rows, snapshot, findings, kwargs)
-
-
-def trl_kwargs(cfg: _RunConfig, plan: AutoPlan) -> dict[str, Any]:
-    """The keywords TRL's config for this task is built with (no TRL import)."""
-    from shop_r1 import train_grpo, train_sft
-
-    if isinstance(cfg, GRPORunConfig):
-        return train_grpo.trl_kwargs(cfg, plan)
-    assert isinstance(cfg, SFTRunConfig)
-    return train_sft.trl_kwargs(cfg, plan)
+    return Prepared(cfg, plan, shape, train_rows, test_rows, snapshot, findings, args)

@@ -14,7 +14,7 @@ from typing import Any
 from shop_r1 import _compat
 from shop_r1.autoconfig import AutoPlan
 from shop_r1.config import GRPORunConfig
-from shop_r1.train_sft import common_training_kwargs, last_checkpoint
+from shop_r1.train_sft import last_checkpoint
 from shop_r1_doctor.api import ModelShape
 
 
@@ -42,43 +42,6 @@ def build_rewards(cfg: GRPORunConfig) -> list[Any]:
     return funcs
 
 
-def trl_kwargs(cfg: GRPORunConfig, plan: AutoPlan) -> dict[str, Any]:
-    """Every keyword TRL's GRPOConfig gets: ours from the config and the plan, then the
-    user's TRL fields (`trl_args`), which win. The preflight's RunPlan is read from this
-    same dict (see `shop_r1.train_sft.trl_kwargs`)."""
-    vllm: dict[str, Any] = {"use_vllm": plan.use_vllm}
-    if plan.use_vllm:
-        vllm["vllm_mode"] = plan.vllm_mode
-        if plan.vllm_mode == "colocate" and plan.vllm_gpu_memory_utilization:
-            vllm["vllm_gpu_memory_utilization"] = plan.vllm_gpu_memory_utilization
-        if plan.vllm_mode == "server":
-            vllm.update(
-                vllm_server_host=cfg.vllm_server_host,
-                vllm_server_port=cfg.vllm_server_port,
-                vllm_group_port=cfg.vllm_group_port,
-            )
-    ours = {
-        **common_training_kwargs(cfg, plan),
-        "num_generations": cfg.num_generations,
-        "generation_batch_size": plan.generation_batch_size,
-        "max_completion_length": cfg.max_completion_length,
-        "temperature": cfg.temperature,
-        "beta": cfg.beta,
-        "loss_type": cfg.loss_type,
-        "scale_rewards": cfg.scale_rewards,
-        **vllm,
-    }
-    return {**ours, **cfg.trl_args}
-
-
-def trl_config(cfg: GRPORunConfig, plan: AutoPlan) -> Any:
-    """TRL's GRPOConfig for this run: the one place it is built (its `__post_init__`
-    checks TRL's batch rules, so `train` calls this before any model loads)."""
-    from trl import GRPOConfig
-
-    return GRPOConfig(**trl_kwargs(cfg, plan))
-
-
 def train(
     cfg: GRPORunConfig,
     plan: AutoPlan,
@@ -93,10 +56,11 @@ def train(
     args: Any = None,
 ) -> dict[str, Any]:
     """Run GRPO; save the final model; return the run summary (incl. first/last reward).
-    `args`: the GRPOConfig `train` already built and validated (None: built here)."""
+    `args`: the `ShopGRPOConfig` `train` already built and validated (None: built here)."""
     from datasets import Dataset
     from trl import GRPOTrainer
 
+    from shop_r1 import trl_config
     from shop_r1.callbacks import BindPolicyCallback, NonFiniteGradGuard, SummaryCallback
     from shop_r1.watch import RolloutWatch
 
@@ -119,7 +83,7 @@ def train(
     )
     trainer = GRPOTrainer(
         model=model,
-        args=args if args is not None else trl_config(cfg, plan),
+        args=args if args is not None else trl_config.build(cfg, plan).validate(),
         reward_funcs=rewards,
         train_dataset=dataset,
         processing_class=tokenizer,

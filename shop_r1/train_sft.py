@@ -11,65 +11,8 @@ from typing import Any
 
 from shop_r1 import _compat
 from shop_r1.autoconfig import AutoPlan
-from shop_r1.config import SFTRunConfig, _RunConfig
+from shop_r1.config import SFTRunConfig
 from shop_r1_doctor.api import ModelShape
-
-
-def common_training_kwargs(cfg: _RunConfig, plan: AutoPlan) -> dict[str, Any]:
-    """TrainingArguments shared by SFT and GRPO, from our config + the plan."""
-    report_to = (
-        [] if cfg.report_to in ("none", "") else [r.strip() for r in cfg.report_to.split(",")]
-    )
-    return {
-        "output_dir": cfg.output_dir,
-        "seed": cfg.seed,
-        "learning_rate": cfg.learning_rate,
-        "lr_scheduler_type": cfg.lr_scheduler_type,
-        **_compat.warmup_kwargs(cfg.warmup_ratio),
-        "weight_decay": cfg.weight_decay,
-        "max_grad_norm": cfg.max_grad_norm,
-        "num_train_epochs": cfg.num_train_epochs,
-        "max_steps": cfg.max_steps,
-        "per_device_train_batch_size": plan.micro_batch_size,
-        "gradient_accumulation_steps": plan.gradient_accumulation_steps,
-        **_compat.checkpointing_kwargs(plan.gradient_checkpointing),
-        "bf16": plan.dtype == "bf16",
-        "fp16": plan.dtype == "fp16",
-        "optim": plan.optim,
-        **_compat.liger_kwargs(plan.liger_kernel),
-        "logging_steps": cfg.logging_steps,
-        "logging_first_step": True,
-        "save_strategy": "steps",
-        "save_steps": cfg.save_steps,
-        "save_total_limit": cfg.save_total_limit,
-        "report_to": report_to,
-        "use_cpu": plan.device == "cpu",
-        "dataloader_num_workers": plan.dataloader_num_workers,
-    }
-
-
-def trl_kwargs(cfg: SFTRunConfig, plan: AutoPlan) -> dict[str, Any]:
-    """Every keyword TRL's SFTConfig gets: ours from the config and the plan, then the
-    user's TRL fields (`trl_args`, from YAML or --set), which win. The preflight's RunPlan
-    is read from this same dict, so every TRL field the doctor's checks read reaches them
-    whichever way it was set."""
-    ours = {
-        **common_training_kwargs(cfg, plan),
-        # TRL 1.16 refuses padding_free with a max_length unless it packs (it cannot
-        # enforce one then): rows are cut by `truncate_rows` after its preparation instead
-        "max_length": None if plan.padding_free else cfg.max_length,
-        "padding_free": plan.padding_free,
-        "completion_only_loss": True,
-    }
-    return {**ours, **cfg.trl_args}
-
-
-def trl_config(cfg: SFTRunConfig, plan: AutoPlan) -> Any:
-    """TRL's SFTConfig for this run: the one place it is built (its `__post_init__`
-    validates it, so `train` calls this before any model loads)."""
-    from trl import SFTConfig
-
-    return SFTConfig(**trl_kwargs(cfg, plan))
 
 
 def truncate_rows(dataset: Any, max_length: int) -> Any:
@@ -97,14 +40,16 @@ def make_trainer(
     **kw: Any,
 ) -> Any:
     """TRL's SFTTrainer for the plan (the benchmark builds its trainers here too); `args`:
-    the SFTConfig `train` already built and validated (None: built here)."""
+    the `ShopSFTConfig` `train` already built and validated (None: built here)."""
     from trl import SFTTrainer
+
+    from shop_r1 import trl_config
 
     if plan.token_budget:
         _compat.quiet_single_bin_warning()
     trainer = SFTTrainer(
         model=model,
-        args=args if args is not None else trl_config(cfg, plan),
+        args=args if args is not None else trl_config.build(cfg, plan).validate(),
         train_dataset=dataset,
         processing_class=tokenizer,
         **kw,

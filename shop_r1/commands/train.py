@@ -186,6 +186,7 @@ def run_here(
     console.findings([f for f in prepared.findings if f.severity != "info"], ignored=ignore)
     errors = prepared.errors(ignore)
     if as_json:
+        from shop_r1.config import config_values
         from shop_r1_doctor.api import finding_json
         from shop_r1_doctor.cli.output import Output
 
@@ -193,7 +194,7 @@ def run_here(
             "shop-r1.train-plan/1",
             {
                 "command": command,
-                "config": dataclasses.asdict(cfg),
+                "config": config_values(cfg),
                 "plan": dataclasses.asdict(prepared.plan),
                 "findings": [finding_json(f) for f in prepared.findings],
                 "errors": [f.code for f in errors],
@@ -209,13 +210,20 @@ def run_here(
     checked, note = trl_check_plan(prepared.plan, snapshot is not None)
     if note:
         console.print(note)
-    try:  # built once, validated by TRL before any model is loaded; the trainer gets it
-        args = module.trl_config(cfg, checked)
+    # built once by the preflight, validated by TRL before any model is loaded; the
+    # trainer gets it
+    args = prepared.args
+    if checked is not prepared.plan:
+        import copy
+
+        args = copy.deepcopy(args).decide(checked)
+    try:
+        args.validate()
     except (ValueError, TypeError) as exc:
         from shop_r1.config import trl_rejection
 
-        user = set(cfg.trl_args) | set(source)
-        raise ToolError(trl_rejection(command, exc, prepared.trl_kwargs, user)) from None
+        user = set(args.user) | set(source)
+        raise ToolError(trl_rejection(command, exc, args.settings(), user)) from None
     console.print(
         f"preflight ok: {len(prepared.rows)} training rows, {len(prepared.test_rows)} held out"
     )

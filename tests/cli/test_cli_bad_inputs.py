@@ -433,18 +433,19 @@ def _field_cases() -> list[tuple[str, str, int, str]]:
     through `--config` (train) and through `launch --config`."""
     out = []
     for command, cls in (("sft", SFTRunConfig), ("grpo", GRPORunConfig)):
-        for f in dataclasses.fields(cls):
+        # `trl_args`: TRL's fields grouped in a mapping
+        for name in [f.name for f in dataclasses.fields(cls)] + ["trl_args"]:
             for kind, value in (("list", "[1, 2]"), ("map", "{x: 1}")):
-                if f.name == "trl_args" and kind == "map":
+                if name == "trl_args" and kind == "map":
                     value = "{nosuch_trl_field: 1}"
-                yaml_text = f"{f.name}: {value}"
+                yaml_text = f"{name}: {value}"
                 cmd = "train" if kind == "list" else "launch"
                 argv = (
-                    f"train {command} --config {{cfgdir}}/{command}-{f.name}-{kind}.yaml --print-config"
+                    f"train {command} --config {{cfgdir}}/{command}-{name}-{kind}.yaml --print-config"
                     if cmd == "train"
-                    else f"launch {command} -o {{tmp}}/l.sh --profile cpu --config {{cfgdir}}/{command}-{f.name}-{kind}.yaml"
+                    else f"launch {command} -o {{tmp}}/l.sh --profile cpu --config {{cfgdir}}/{command}-{name}-{kind}.yaml"
                 )
-                out.append((f"config-{command}-{f.name}-{kind}", argv, 2, f.name, yaml_text))
+                out.append((f"config-{command}-{name}-{kind}", argv, 2, name, yaml_text))
     return out  # type: ignore[return-value]
 
 

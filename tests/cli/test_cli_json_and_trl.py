@@ -14,7 +14,7 @@ from typer.testing import CliRunner
 
 from shop_r1.autoconfig import AutoPlan
 from shop_r1.cli import app
-from shop_r1.config import GRPORunConfig, SFTRunConfig, load_config, parse_set
+from shop_r1.config import GRPORunConfig, SFTRunConfig, load_config, parse_set, trl_values
 from shop_r1.data.io import write_sessions
 from shop_r1.data.synth import generate_sessions
 
@@ -89,7 +89,7 @@ def test_json_outputs_name_their_schema(tmp_path: Path) -> None:
 
 
 def test_trl_fields_reach_trl_config() -> None:
-    from shop_r1 import train_grpo, train_sft
+    from shop_r1 import trl_config
 
     sets = [
         "top_p=0.9",
@@ -100,12 +100,12 @@ def test_trl_fields_reach_trl_config() -> None:
     ]
     cfg, _ = load_config("grpo", flags=parse_set(sets, GRPORunConfig))
     assert cfg.micro_batch_size == 2 and cfg.liger_kernel == "off" and cfg.dtype == "fp32"
-    assert cfg.trl_args == {"top_p": 0.9, "epsilon_high": 0.28}
+    assert trl_values(cfg) == {"top_p": 0.9, "epsilon_high": 0.28}
     plan = AutoPlan(micro_batch_size=2, gradient_accumulation_steps=32, generation_batch_size=64)
-    trl_cfg = train_grpo.trl_config(cfg, plan)  # type: ignore[arg-type]
+    trl_cfg = trl_config.build(cfg, plan).validate()
     assert trl_cfg.top_p == 0.9 and trl_cfg.epsilon_high == 0.28
     sft, _ = load_config("sft", flags=parse_set(["neftune_noise_alpha=5"], SFTRunConfig))
-    assert train_sft.trl_config(sft, AutoPlan()).neftune_noise_alpha == 5  # type: ignore[arg-type]
+    assert trl_config.build(sft, AutoPlan()).validate().neftune_noise_alpha == 5
 
 
 def test_trl_field_in_yaml_config_and_did_you_mean(tmp_path: Path) -> None:

@@ -1,5 +1,5 @@
 """Config keys from YAML files and `--set`: shop-r1's own fields, TRL's names for them
-(aliases), TRL fields passed through (`trl_args`), and the one-line errors for the rest.
+(aliases), TRL's own fields (also grouped under `trl_args`), and the one-line errors for the rest.
 Each row's expectation is worked out by hand from the rules in `shop_r1/config.py`."""
 
 from __future__ import annotations
@@ -16,6 +16,7 @@ from shop_r1.config import (
     parse_set,
     render_config,
     training_data_settings,
+    trl_values,
 )
 from shop_r1_doctor.errors import ToolError
 
@@ -34,21 +35,21 @@ ALIAS_ROWS = [
     # own fields keep their name; a YAML bool on an auto/on/off switch becomes on/off
     (SFTRunConfig, "gradient_checkpointing=true", {"gradient_checkpointing": "on"}),
     (SFTRunConfig, "attn_implementation=sdpa", {"attn_implementation": "sdpa"}),
-    # TRL fields pass through with TRL's types
-    (GRPORunConfig, "top_p=0.9", {"trl_args": {"top_p": 0.9}}),
-    (GRPORunConfig, "epsilon_high=2.8e-1", {"trl_args": {"epsilon_high": 0.28}}),
-    (SFTRunConfig, "dataset_text_field=text", {"trl_args": {"dataset_text_field": "text"}}),
+    # TRL fields keep their name, with TRL's types
+    (GRPORunConfig, "top_p=0.9", {"top_p": 0.9}),
+    (GRPORunConfig, "epsilon_high=2.8e-1", {"epsilon_high": 0.28}),
+    (SFTRunConfig, "dataset_text_field=text", {"dataset_text_field": "text"}),
     # `str | bool` in TRL: a bool stays a bool (not shop-r1's "on")
     (
         GRPORunConfig,
         "include_num_input_tokens_seen=true",
-        {"trl_args": {"include_num_input_tokens_seen": True}},
+        {"include_num_input_tokens_seen": True},
     ),
     # a TRL name's value is the flag's text, read by TRL's parser as `--run_name 5` is
-    (GRPORunConfig, "run_name=5", {"trl_args": {"run_name": "5"}}),
+    (GRPORunConfig, "run_name=5", {"run_name": "5"}),
     # a list: TRL's flag form (words) or a YAML list, the text TRL's parser cannot read
-    (GRPORunConfig, "reward_weights=1.0 0.5", {"trl_args": {"reward_weights": [1.0, 0.5]}}),
-    (GRPORunConfig, "reward_weights=[1.0, 0.5]", {"trl_args": {"reward_weights": [1.0, 0.5]}}),
+    (GRPORunConfig, "reward_weights=1.0 0.5", {"reward_weights": [1.0, 0.5]}),
+    (GRPORunConfig, "reward_weights=[1.0, 0.5]", {"reward_weights": [1.0, 0.5]}),
     (SFTRunConfig, "per_device_train_batch_size=auto", {"micro_batch_size": "auto"}),
     (SFTRunConfig, "bf16=yes", {"dtype": "bf16"}),
     # the first `=` splits: a value may contain `=`
@@ -65,9 +66,9 @@ def test_set_item_resolves_to(cls, item, want):
     assert parse_set([item], cls) == want
 
 
-def test_several_trl_fields_merge_into_one_trl_args():
+def test_several_trl_fields_are_read_by_name():
     got = parse_set(["top_p=0.9", "epsilon_high=0.28", "seed=3"], GRPORunConfig)
-    assert got == {"trl_args": {"top_p": 0.9, "epsilon_high": 0.28}, "seed": 3}
+    assert got == {"top_p": 0.9, "epsilon_high": 0.28, "seed": 3}
 
 
 def test_yaml_trl_fields_merge_with_flag_trl_args(tmp_path):
@@ -76,8 +77,9 @@ def test_yaml_trl_fields_merge_with_flag_trl_args(tmp_path):
     cfg, source = load_config(
         "grpo", yaml_path=path, flags={"trl_args": {"top_k": 20, "top_p": 0.8}}
     )
-    assert cfg.trl_args == {"top_p": 0.8, "epsilon_high": 0.28, "top_k": 20}
-    assert cfg.liger_kernel == "off" and source["trl_args"] == "flag"
+    assert trl_values(cfg) == {"top_p": 0.8, "epsilon_high": 0.28, "top_k": 20}
+    assert cfg.top_p == 0.8 and cfg.top_k == 20  # TRL's own fields of the run config
+    assert cfg.liger_kernel == "off" and source["top_p"] == source["top_k"] == "flag"
 
 
 # (config, --set item, the whole one-line error)
@@ -160,21 +162,22 @@ def test_typo_suggests_the_setting(typo, meant):
 
 
 # ------------------------------------------------------------- values checked by the config
-def test_trl_args_given_directly_are_checked_like_keys():
+def test_trl_fields_given_directly_are_checked_like_keys():
     with pytest.raises(ToolError) as err:
-        GRPORunConfig(trl_args={"top_p": "high", "zzqx": 1})
+        load_config("grpo", flags={"trl_args": {"top_p": "high", "zzqx": 1}, "epsilon": "x"})
     assert str(err.value) == (
-        "GRPORunConfig: trl_args.top_p: TRL expects float, got 'high'; "
+        "trl_args.top_p: TRL expects float, got 'high'; "
         "trl_args.zzqx: not a shop-r1 setting nor a TRL GRPOConfig field; "
-        "run with --print-config to see shop-r1's settings"
+        "run with --print-config to see shop-r1's settings; "
+        "epsilon: TRL expects float, got 'x'"
     )
-    assert GRPORunConfig(trl_args={"top_p": 0.9}).trl_args == {"top_p": 0.9}
+    assert trl_values(load_config("grpo", flags={"top_p": 0.9})[0]) == {"top_p": 0.9}
 
 
-def test_mistyped_trl_args_is_reset_and_reported():
+def test_mistyped_trl_args_is_reported():
     with pytest.raises(ToolError) as err:
-        GRPORunConfig(trl_args="top_p=0.9")
-    assert str(err.value) == "GRPORunConfig: trl_args: expected dict, got 'top_p=0.9'"
+        load_config("grpo", flags={"trl_args": "top_p=0.9"})
+    assert str(err.value) == "trl_args: expected dict, got 'top_p=0.9'"
 
 
 @pytest.mark.parametrize(
@@ -209,7 +212,7 @@ def test_type_error_rows(field, value, message):
 
 # ------------------------------------------------------------- files
 def test_a_mapping_value_is_a_type_error_of_its_field(tmp_path):
-    # only `trl_args` merges mappings; any other field given one is mistyped
+    # only `trl_args` groups TRL fields in a mapping; any other field given one is mistyped
     path = tmp_path / "c.yaml"
     path.write_text("learning_rate: {peak: 1.0e-5}\n")
     with pytest.raises(ToolError) as err:

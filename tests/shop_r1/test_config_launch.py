@@ -71,7 +71,7 @@ def test_generated_launch_config_loads_through_train_grpo(tmp_path, gpus):
 
 def test_server_address_reaches_trl_grpo_config(tmp_path):
     pytest.importorskip("trl")
-    from shop_r1.train_grpo import trl_config
+    from shop_r1 import trl_config
 
     config = tmp_path / "c.yaml"
     config.write_text(
@@ -83,7 +83,7 @@ def test_server_address_reaches_trl_grpo_config(tmp_path):
     snapshot = machine_snapshot("h200x2-fa-vllm")
     plan = decide(snapshot, cfg, KNOWN_SHAPES["0.5b"], seq_len=512)
     assert plan.use_vllm and plan.vllm_mode == "server"
-    args = trl_config(cfg, plan)
+    args = trl_config.build(cfg, plan).validate()
     assert (args.vllm_server_host, args.vllm_server_port, args.vllm_group_port) == (
         "10.0.0.7",
         8123,

@@ -182,7 +182,7 @@ def test_a_trl_field_reaches_the_runplan_and_its_check(
         set_ = _prepared(command, machine, edit, shape, values, tmp_path, sets=[item])
     assert set_.snapshot["plan"][name] == planned
     assert name not in unset.snapshot["plan"]
-    assert set_.trl_kwargs[name] == value  # the same keyword TRL's config is built with
+    assert getattr(set_.args, name) == value  # the field of TRL's config that runs
     if name == "vllm_enable_sleep_mode":
         # colocated vLLM already pools memory: the check is an error either way
         assert _codes(unset)[code] == _codes(set_)[code] == "error"

@@ -80,9 +80,9 @@ def test_the_configured_threshold_sets_the_credit_and_the_metric_keeps_its_own()
     assert not at_06.agree and at_06.lost == pytest.approx(0.04)
 
 
-def test_reward_weights_from_trl_args_weigh_each_function():
+def test_trls_reward_weights_weigh_each_function():
     # format, type, attribute, value: the value's weight takes DARS down to 1
-    r = _step({TERMINATE: 6, ADD: 4}, trl_args={"reward_weights": [1.0, 1.0, 1.0, 0.001]})
+    r = _step({TERMINATE: 6, ADD: 4}, reward_weights=[1.0, 1.0, 1.0, 0.001])
     assert r.expected_reward[ADD] == pytest.approx(0.5 + 0.4 * (0.3 + 0.2 + 1.0))
     assert r.expected_reward[TERMINATE] == pytest.approx(0.68)
 
@@ -96,9 +96,7 @@ def test_answers_no_continuation_gave_are_scored_but_never_exact():
 
 def test_normalise_then_sum_is_refused():
     with pytest.raises(ValueError, match="multi_objective_aggregation"):
-        rve.TrainingReward(
-            rve.grpo_config(trl_args={"multi_objective_aggregation": "normalize_then_sum"})
-        )
+        rve.TrainingReward(rve.grpo_config(multi_objective_aggregation="normalize_then_sum"))
 
 
 @pytest.mark.parametrize(

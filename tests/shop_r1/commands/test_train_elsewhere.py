@@ -137,3 +137,18 @@ def test_the_light_install_check_finds_what_is_missing():
     from shop_r1.commands._common import missing_modules
 
     assert missing_modules(("json", "no_such_module_xyz")) == ["no_such_module_xyz"]
+
+
+def test_light_install_reads_and_checks_a_run_config_without_trl(tmp_path):
+    """The run config is TRL's class only where TRL is installed: without it a config is
+    still printed and checked (`launch --config` on a login node), TRL's names unknown."""
+    (tmp_path / "c.yaml").write_text("learning_rate: 1e-6\ntrl_args: {}\n")
+    shown = _light("train", "grpo", "--config", "c.yaml", "--print-config", cwd=tmp_path)
+    assert shown.returncode == 0, shown.stderr
+    assert shown.stdout.startswith("# GRPORunConfig") and "trl_args: {}" in shown.stdout
+    (tmp_path / "bad.yaml").write_text("learning_rate: fast\ntop_p: 0.9\n")
+    argv = ["launch", "sft", "--profile", "H100", "-o", "run.sh", "--config", "bad.yaml"]
+    proc = _light(*argv, "--data", "d", cwd=tmp_path)
+    assert proc.returncode == 2 and "Traceback" not in proc.stderr, proc.stderr
+    assert "bad.yaml:1: learning_rate: expected float, got 'fast'" in proc.stderr
+    assert "bad.yaml:2: top_p: not a shop-r1 setting nor a TRL SFTConfig field" in proc.stderr
