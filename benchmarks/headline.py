@@ -157,8 +157,9 @@ def compare(out: Path, commit: str) -> str:
         steps = {}
         for r in runs:
             gen, got = r["generation"], r["mean_step_s"]
-            steps[gen] = got
-            old = want.get(gen)
+            key = gen.split()[0]  # grpo_step.py names it "vllm colocate"; the table "vllm"
+            steps[key] = got
+            old = want.get(key)
             ratio = f"{old / got:.2f}" if old else ""
             lines.append(
                 f"GRPO {shape} {gen:<15} step s {got:>10.2f} {old or '':>10} {ratio:>6}  "
