@@ -295,6 +295,7 @@ def run_pipeline(cfg: PipelineConfig, *, log: Callable[[str], None] = _log) -> d
         grpo_cfg, plan, rl, model=model, tokenizer=tokenizer, shape=shape
     )
     timings["grpo_s"] = time.perf_counter() - t
+    model = without_autocast(model)
     evaluate(STAGES[2], "grpo")
 
     timings["total_s"] = time.perf_counter() - started
@@ -312,6 +313,18 @@ def _quiet_libraries() -> None:
     import datasets
 
     datasets.disable_progress_bars()
+
+
+def without_autocast(model: Any) -> Any:
+    """The model as loaded: accelerate's `prepare` wraps a mixed-precision model's forward
+    in autocast on the model itself, and the wrapper outlives training, so the GRPO stage
+    was scored under bf16 autocast and the SFT stage (the same reload, before training) in
+    fp32. That path difference is the likely cause of the H100 control (lr 1e-12, no weight
+    moved) scoring +1.86 points above the SFT row (5 / 17 flips over 645 steps, p 0.017);
+    with the wrapper gone the control must match the SFT row, which checks it."""
+    from accelerate.utils import extract_model_from_parallel
+
+    return extract_model_from_parallel(model, keep_fp32_wrapper=False)
 
 
 def collapse_check(metrics: dict, baseline: dict | None = None) -> dict[str, Any]:

@@ -86,9 +86,21 @@ def test_sft_and_grpo_stages_are_scored_through_one_loader(tmp_path, monkeypatch
 
         monkeypatch.setattr(mod, "train", spy_train)
     monkeypatch.setattr(shop_r1.eval, "evaluate_model", spy_eval)
+    import shop_r1.demo
+
+    real_unwrap = shop_r1.demo.without_autocast
+    unwrapped: list[tuple[int, int]] = []  # (model, stages scored so far)
+
+    def spy_unwrap(model):
+        unwrapped.append((id(model), len(scored)))
+        return real_unwrap(model)
+
+    monkeypatch.setattr(shop_r1.demo, "without_autocast", spy_unwrap)
     cfg = PipelineConfig(output_dir=str(tmp_path), **TOY)
     run_pipeline(cfg, log=lambda _: None)
     before, sft, grpo = scored["stage0"], scored["stage1"], scored["stage2"]
+    # the GRPO-trained model loses accelerate's autocast wrapper before it is scored
+    assert unwrapped == [(trained["grpo"], 2)]
     assert before == trained["sft"]  # the model SFT trains, scored before it
     assert sft == grpo == trained["grpo"]  # both later stages: the reload GRPO trains
     assert sft != trained["sft"]
@@ -140,3 +152,28 @@ def test_collapse_onto_any_type_and_types_lost(pred, onto, lost):
     result = collapse_check(_stage(pred, GOLD), _stage(SFT, GOLD))
     assert result["collapsed_onto"] == onto
     assert result["types_lost"] == lost
+
+
+def test_the_graded_model_leaves_training_without_its_autocast_wrapper():
+    """accelerate's bf16 `prepare` rewrites the model's own forward; scoring must not run
+    through it when the stage before was scored without it."""
+    import torch
+    from accelerate import Accelerator
+    from accelerate.state import AcceleratorState
+
+    from shop_r1.demo import without_autocast
+
+    # accelerate keeps one process-wide state; its own tests reset it the same way
+    AcceleratorState._reset_state(reset_partial_state=True)
+    model = torch.nn.Linear(4, 4)
+    try:
+        prepared = Accelerator(mixed_precision="bf16", cpu=True).prepare(model)
+    finally:
+        AcceleratorState._reset_state(reset_partial_state=True)
+    x = torch.randn(2, 4)
+    assert prepared(x).dtype == torch.float32  # the wrapper casts outputs back...
+    with torch.no_grad():  # ...but the matmul ran in bf16: not the loaded model's numbers
+        assert not torch.equal(prepared(x), torch.nn.functional.linear(x, model.weight, model.bias))
+    plain = without_autocast(prepared)
+    with torch.no_grad():
+        assert torch.equal(plain(x), torch.nn.functional.linear(x, model.weight, model.bias))
