@@ -30,8 +30,8 @@ _spec.loader.exec_module(corpus)
 CASES = corpus.load_corpus(CORPUS_DIR)
 REPORT = corpus.evaluate(CASES)
 
-MIN_RECALL = 0.988  # 261/264 with held-out batches 8 and 8b: one more miss fails
-MIN_LEAD_ACCURACY = 0.984  # 260/264 with held-out batches 8 and 8b: one more wrong lead fails
+MIN_RECALL = 0.985  # 276/280 with held-out batches 8, 8b and 9: one more miss fails
+MIN_LEAD_ACCURACY = 0.982  # 275/280 with held-out batches 8, 8b and 9: one more wrong lead fails
 
 
 def test_corpus_size_and_shape():
