@@ -392,7 +392,8 @@ def run_several(args: argparse.Namespace, backends: list[str]) -> list[dict[str,
             cmd += [f"--{name.replace('_', '-')}", str(getattr(args, name))]
         cmd += ["--max-completion-length", str(args.max_completion_length)]
         cmd += ["--prompt-tokens", str(args.prompt_tokens), "--beta", str(args.beta)]
-        print(f"\n=== {backend}: {' '.join(cmd[1:])}", flush=True)
+        shown = [os.path.relpath(__file__), *cmd[2:]]  # a log names no path of this machine
+        print(f"\n=== {backend}: {' '.join(shown)}", flush=True)
         proc = subprocess.run(cmd, env=os.environ.copy(), check=False)
         if proc.returncode != 0 or not out.is_file():
             print(f"=== {backend}: FAILED (exit {proc.returncode})", flush=True)

@@ -68,7 +68,7 @@ STACK = {
 # are raised from its Python sources, which are read.
 LIBRARIES = re.compile(
     r"(?:^|/)(?:libc10\.so|libtorch_cpu\.so|libtorch_cuda\.so|libc10_cuda\.so|libtorch_python\.so"
-    r"|libnccl\.so[.\d]*|_C\.abi3\.so|_multiarray_umath[^/]*\.so"
+    r"|libnccl\.so[.\d]*|_C\.abi3\.so|cumem_allocator\.abi3\.so|_multiarray_umath[^/]*\.so"
     r"|flash_attn_2_cuda[^/]*\.so|ray/raylet/raylet|ray/gcs/gcs_server)$"
 )
 LOG_METHODS = {"warning", "warn", "error", "critical", "fatal", "exception", "warning_once"}
