@@ -120,7 +120,9 @@ def main() -> int:
     ap.add_argument("--seed", type=int, default=0)
     ap.add_argument("--sessions", type=int)
     ap.add_argument("--sft-steps", type=int)
-    ap.add_argument("--grpo-steps", type=int)
+    ap.add_argument(
+        "--grpo-steps", type=int, help="0: SFT only (scored; GRPO runs start from it later)"
+    )
     ap.add_argument("--grpo-lr", type=float)
     ap.add_argument("--grpo-batch", type=int, help="completions per GRPO step")
     ap.add_argument("--grpo-generations", type=int, help="completions per prompt")
@@ -191,7 +193,9 @@ def main() -> int:
 def verdict(results: dict) -> dict:
     """The issue's acceptance: GRPO improves on SFT and does not collapse onto one type."""
     stages = results["stages"]
-    grpo = stages["SFT + GRPO"]
+    grpo = stages.get("SFT + GRPO")
+    if grpo is None:  # --grpo-steps 0: SFT only, its checkpoint kept for later GRPO runs
+        return {}
     sft = stages.get("SFT")
     if sft is None:  # --skip-sft-eval: compare with the first run's SFT row instead
         return {**results["collapse"], "grpo_exact": grpo["exact_match"]}

@@ -265,7 +265,8 @@ def run_pipeline(cfg: PipelineConfig, *, log: Callable[[str], None] = _log) -> d
         "grpo",
         dict(
             output_dir=str(out / "grpo"),
-            max_steps=cfg.grpo_steps,
+            # grpo_steps 0 (SFT only): the config still plans the reload SFT is scored on
+            max_steps=cfg.grpo_steps or 1,
             global_batch_size=cfg.grpo_batch,
             num_generations=cfg.grpo_generations,
             learning_rate=cfg.grpo_lr,
@@ -275,7 +276,7 @@ def run_pipeline(cfg: PipelineConfig, *, log: Callable[[str], None] = _log) -> d
             use_vllm=cfg.use_vllm,
             vllm_mode="colocate",
             vllm_gpu_memory_utilization=cfg.vllm_gpu_memory_utilization or "auto",
-            save_steps=cfg.grpo_steps,
+            save_steps=cfg.grpo_steps or 1,
             # extra (ablations, --grpo-set) overrides the shared settings, e.g. micro_batch_size
             **{**common, **cfg.extra},
         ),
@@ -291,18 +292,20 @@ def run_pipeline(cfg: PipelineConfig, *, log: Callable[[str], None] = _log) -> d
     if cfg.eval_sft or not cfg.sft_from:
         evaluate(STAGES[1], "sft")
         t += timings["eval_sft_s"]  # grpo_s: GRPO alone
-    results["grpo_summary"] = train_grpo.train(
-        grpo_cfg, plan, rl, model=model, tokenizer=tokenizer, shape=shape
-    )
-    timings["grpo_s"] = time.perf_counter() - t
-    model = without_autocast(model)
-    evaluate(STAGES[2], "grpo")
+    if cfg.grpo_steps:
+        results["grpo_summary"] = train_grpo.train(
+            grpo_cfg, plan, rl, model=model, tokenizer=tokenizer, shape=shape
+        )
+        timings["grpo_s"] = time.perf_counter() - t
+        model = without_autocast(model)
+        evaluate(STAGES[2], "grpo")
 
     timings["total_s"] = time.perf_counter() - started
     results["timings"] = {k: round(v, 1) for k, v in timings.items()}
-    results["collapse"] = collapse_check(
-        results["stages"][STAGES[2]], results["stages"].get(STAGES[1])
-    )
+    if STAGES[2] in results["stages"]:
+        results["collapse"] = collapse_check(
+            results["stages"][STAGES[2]], results["stages"].get(STAGES[1])
+        )
     (out / "results.json").write_text(json.dumps(results, indent=2) + "\n")
     (out / "report.md").write_text(render_table(results) + "\n")
     return results

@@ -61,6 +61,16 @@ def test_skipping_the_untrained_score_keeps_the_later_stages(tmp_path):
     assert (tmp_path / "eval-sft" / "predictions.jsonl").exists()
 
 
+def test_sft_only_scores_sft_and_keeps_its_checkpoint_for_later_grpo_runs(tmp_path):
+    # grpo_steps 0: one device call trains and scores SFT; GRPO runs start from it later
+    cfg = PipelineConfig(output_dir=str(tmp_path), eval_before=False, **{**TOY, "grpo_steps": 0})
+    results = run_pipeline(cfg, log=lambda _: None)
+    assert list(results["stages"]) == [STAGES[1]]
+    assert "grpo_summary" not in results and "collapse" not in results
+    assert (tmp_path / "sft" / "config.json").exists()
+    assert not (tmp_path / "grpo").exists() and not (tmp_path / "eval-grpo").exists()
+
+
 def test_sft_and_grpo_stages_are_scored_through_one_loader(tmp_path, monkeypatch):
     """The SFT stage is scored on the reload GRPO then trains, not on SFT's in-memory
     model: on the H100 the two paths differed on 13 of 240 completions with the same
