@@ -150,7 +150,9 @@ def _parts(
                 and isinstance(v.value, ast.Name)
                 and v.format_spec is None
                 and v.value.id in names
-            ):  # f"{preface} {msg}" with preface = "...": the text it holds
+                and len({ast.dump(a) for a in names[v.value.id]}) == 1
+            ):  # f"{preface} {msg}" with preface = "...": the text it holds; a name given
+                # several values (bitsandbytes' BNB_BACKEND = "CPU"/"CUDA"/...) stays a placeholder
                 out += _parts(names[v.value.id][-1], names, depth + 1) or [None]
             else:
                 out.append(None)

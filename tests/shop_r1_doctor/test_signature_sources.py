@@ -116,6 +116,24 @@ def test_python_sites_become_regexes():
     }
 
 
+def test_a_name_given_several_values_stays_a_placeholder():
+    """bitsandbytes sets BNB_BACKEND = "CPU"/"CUDA"/"XPU" by platform; the message it
+    formats into must not read as the last value ("Configured XPU binary not found")."""
+    mod = _script()
+    src = (
+        "BACKEND = 'CPU'\n"
+        "if cuda:\n"
+        "    BACKEND = 'CUDA'\n"
+        "else:\n"
+        "    BACKEND = 'XPU'\n"
+        "PREFIX = 'bitsandbytes'\n"
+        "def load(path):\n"
+        "    raise RuntimeError(f'{PREFIX}: configured {BACKEND} binary not found at {path}')\n"
+    )
+    got = [m.text for m in mod.python_messages(src, "cextension.py")]
+    assert got == ["bitsandbytes: configured {} binary not found at {}"]
+
+
 def test_cpp_checks_and_library_strings():
     mod = _script()
     cpp = 'x;\nTORCH_CHECK(is_sm8x || is_sm90,\n  "FlashAttention only supports Ampere GPUs or newer.");\n'
