@@ -116,9 +116,9 @@ def test_python_sites_become_regexes():
     }
 
 
-def test_a_name_given_several_values_stays_a_placeholder():
+def test_a_name_given_several_values_gives_one_message_per_value():
     """bitsandbytes sets BNB_BACKEND = "CPU"/"CUDA"/"XPU" by platform; the message it
-    formats into must not read as the last value ("Configured XPU binary not found")."""
+    formats into is printed with each, not only with the last ("Configured XPU binary")."""
     mod = _script()
     src = (
         "BACKEND = 'CPU'\n"
@@ -130,8 +130,12 @@ def test_a_name_given_several_values_stays_a_placeholder():
         "def load(path):\n"
         "    raise RuntimeError(f'{PREFIX}: configured {BACKEND} binary not found at {path}')\n"
     )
-    got = [m.text for m in mod.python_messages(src, "cextension.py")]
-    assert got == ["bitsandbytes: configured {} binary not found at {}"]
+    got = sorted(m.text for m in mod.python_messages(src, "cextension.py"))
+    assert got == [
+        "bitsandbytes: configured CPU binary not found at {}",
+        "bitsandbytes: configured CUDA binary not found at {}",
+        "bitsandbytes: configured XPU binary not found at {}",
+    ]
 
 
 def test_cpp_checks_and_library_strings():
