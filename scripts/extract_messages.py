@@ -208,8 +208,7 @@ def _name_choices(
             and isinstance(v.value, ast.Name)
             and len({ast.dump(a) for a in names.get(v.value.id, [])}) > 1
             and all(
-                isinstance(a, ast.Constant) and isinstance(a.value, str)
-                for a in names[v.value.id]
+                isinstance(a, ast.Constant) and isinstance(a.value, str) for a in names[v.value.id]
             )
         }
     )
