@@ -150,7 +150,9 @@ def _parts(
                 and isinstance(v.value, ast.Name)
                 and v.format_spec is None
                 and v.value.id in names
-            ):  # f"{preface} {msg}" with preface = "...": the text it holds
+                and len({ast.dump(a) for a in names[v.value.id]}) == 1
+            ):  # f"{preface} {msg}" with preface = "...": the text it holds (a name given
+                # several values is split into one message per value by _name_choices)
                 out += _parts(names[v.value.id][-1], names, depth + 1) or [None]
             else:
                 out.append(None)
@@ -189,6 +191,34 @@ def _parts(
     if isinstance(node, ast.Name) and node.id in names:
         return _parts(names[node.id][-1], names, depth + 1)
     return None
+
+
+def _name_choices(
+    node: ast.AST, names: dict[str, list[ast.AST]], limit: int = 8
+) -> list[dict[str, list[ast.AST]]]:
+    """One `names` per value of each name an f-string formats in that was given several
+    literal strings (bitsandbytes' BNB_BACKEND = "CPU" / "CUDA" / "XPU"): each branch's
+    message is one the program prints. A name built up otherwise (`+=` in a loop), or past
+    `limit` combinations, stays a placeholder."""
+    multi = sorted(
+        {
+            v.value.id
+            for v in ast.walk(node)
+            if isinstance(v, ast.FormattedValue)
+            and isinstance(v.value, ast.Name)
+            and len({ast.dump(a) for a in names.get(v.value.id, [])}) > 1
+            and all(
+                isinstance(a, ast.Constant) and isinstance(a.value, str) for a in names[v.value.id]
+            )
+        }
+    )
+    choices = [names]
+    for name in multi:
+        distinct = list({ast.dump(a): a for a in names[name]}.values())
+        choices = [{**c, name: [a]} for c in choices for a in distinct]
+        if len(choices) > limit:
+            return [names]
+    return choices
 
 
 def _call_name(func: ast.AST) -> str:
@@ -283,9 +313,11 @@ def python_messages(source: str, file: str) -> Iterator[Message]:
             seen.add(key)
             values = names[arg.id] if isinstance(arg, ast.Name) and arg.id in names else [arg]
             for value in values:
-                parts = _parts(value, names)
-                if parts:
-                    yield Message(tuple(parts), file, getattr(value, "lineno", node.lineno), kind)
+                for choice in _name_choices(value, names):
+                    parts = _parts(value, choice)
+                    if parts:
+                        line = getattr(value, "lineno", node.lineno)
+                        yield Message(tuple(parts), file, line, kind)
 
 
 # --- C++ sources and compiled libraries -------------------------------------------------

@@ -116,6 +116,28 @@ def test_python_sites_become_regexes():
     }
 
 
+def test_a_name_given_several_values_gives_one_message_per_value():
+    """bitsandbytes sets BNB_BACKEND = "CPU"/"CUDA"/"XPU" by platform; the message it
+    formats into is printed with each, not only with the last ("Configured XPU binary")."""
+    mod = _script()
+    src = (
+        "BACKEND = 'CPU'\n"
+        "if cuda:\n"
+        "    BACKEND = 'CUDA'\n"
+        "else:\n"
+        "    BACKEND = 'XPU'\n"
+        "PREFIX = 'bitsandbytes'\n"
+        "def load(path):\n"
+        "    raise RuntimeError(f'{PREFIX}: configured {BACKEND} binary not found at {path}')\n"
+    )
+    got = sorted(m.text for m in mod.python_messages(src, "cextension.py"))
+    assert got == [
+        "bitsandbytes: configured CPU binary not found at {}",
+        "bitsandbytes: configured CUDA binary not found at {}",
+        "bitsandbytes: configured XPU binary not found at {}",
+    ]
+
+
 def test_cpp_checks_and_library_strings():
     mod = _script()
     cpp = 'x;\nTORCH_CHECK(is_sm8x || is_sm90,\n  "FlashAttention only supports Ampere GPUs or newer.");\n'
