@@ -140,6 +140,12 @@ def main() -> int:
         help="another GRPO config value (repeatable), e.g. binary_reward=true, dars=1",
     )
     ap.add_argument("--eval-limit", type=int, help="held-out steps scored per stage")
+    ap.add_argument(
+        "--eval-batch",
+        type=int,
+        help="prompts per greedy generate() call when scoring (compare runs scored at one size: "
+        "padding changes the batch's numerics)",
+    )
     ap.add_argument("--use-vllm", choices=("auto", "on", "off"))
     ap.add_argument(
         "--grpo-prompts",
@@ -153,7 +159,7 @@ def main() -> int:
     keys += ("report_to", "logging_steps", "sft_batch", "max_prompt_tokens")
     keys += ("vllm_gpu_memory_utilization", "test_fraction")
     keys += ("grpo_generations", "grpo_beta", "grpo_temperature", "eval_limit", "use_vllm")
-    keys += ("sft_from", "grpo_prompts")
+    keys += ("sft_from", "grpo_prompts", "eval_batch")
     for key in keys:
         if getattr(args, key) is not None:
             cfg = replace(cfg, **{key: getattr(args, key)})
