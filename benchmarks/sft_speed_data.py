@@ -17,6 +17,9 @@ Modes (each in its own child process, so peak memory does not mix):
                 worst draw (N x the longest row); this shows what larger ones give
                 (suffix -nockpt: gradient checkpointing off, even where the plan says
                 the worst draw would not fit)
+  MODE:KEY=VALUE[:...]  MODE with any run-config or TRL field set on top, as `--set`
+                gives it to `shop-r1 train sft` (e.g. auto-packed:logging_steps=10)
+  MODE:noguard  MODE without the non-finite-gradient guard (its own per-step cost)
 
 Real tokens are the rows' own tokens; padded tokens are what the GPU computed. MFU
 (real) counts each row's model FLOPs, 6N + 12*L*d*len per token with len its own
@@ -227,6 +230,19 @@ def host_breakdown(prof: Any, steps: int, top: int = 12) -> dict[str, float]:
     return {name: round(ms, 1) for name, ms in rows[:top]}
 
 
+def split_mode(label: str) -> tuple[str, list[str], bool]:
+    """`MODE[:KEY=VALUE ...][:noguard]`: the mode, the run-config/TRL settings on top of it,
+    and whether the non-finite guard is left out (a variant of one mode measured beside
+    it, each in its own process)."""
+    mode, *extra = label.split(":")
+    settings = [e for e in extra if "=" in e]
+    flags = [e for e in extra if "=" not in e]
+    unknown = [f for f in flags if f != "noguard"]
+    if unknown:
+        raise SystemExit(f"--modes: {label}: unknown variant {unknown[0]!r} (KEY=VALUE or noguard)")
+    return mode, settings, "noguard" in flags
+
+
 def run_mode(mode: str, args: argparse.Namespace) -> dict[str, Any]:
     import torch
     from datasets import Dataset
@@ -236,13 +252,15 @@ def run_mode(mode: str, args: argparse.Namespace) -> dict[str, Any]:
     from shop_r1 import _compat, train_sft, trl_config
     from shop_r1.autoconfig import decide, render_text
     from shop_r1.callbacks import peak_flops
-    from shop_r1.config import SFTRunConfig
+    from shop_r1.config import SFTRunConfig, make_run_config, parse_set
     from shop_r1.tiny import model_from_config_dict
     from shop_r1_doctor.memory import ModelShape, estimate_training_memory, flops_per_token
 
     sys.path.insert(0, str(Path(__file__).parent))
     from sft_speed import _config_dict, _snapshot
 
+    label = mode
+    mode, settings, without_guard = split_mode(label)
     folder = Path(args.prepared)
     rows = json.loads((folder / "rows.json").read_text())
     stats = json.loads((folder / "stats.json").read_text())
@@ -262,7 +280,7 @@ def run_mode(mode: str, args: argparse.Namespace) -> dict[str, Any]:
     total_steps = args.warmup + args.steps + profile_steps
     dataset = Dataset.from_list(rows)
     variant = mode.removesuffix("-noliger")
-    run_cfg = SFTRunConfig(
+    values: dict[str, Any] = dict(
         model="random-init",
         data=args.data,
         output_dir=out_dir,
@@ -296,6 +314,8 @@ def run_mode(mode: str, args: argparse.Namespace) -> dict[str, Any]:
         # token-budget bins)
         token_budget="off" if variant == "auto-rows" else "auto",
     )
+    # MODE:KEY=VALUE: any run-config or TRL field on top, as `--set` gives it to `train sft`
+    run_cfg = make_run_config("sft", {**values, **parse_set(settings, SFTRunConfig)})
     clock = StepClock(args.warmup, args.steps, profile_steps)
     plan = None
     if mode == "trl-default":
@@ -367,13 +387,16 @@ def run_mode(mode: str, args: argparse.Namespace) -> dict[str, Any]:
             bins = f" bins of {capacity} tokens,"
         else:
             # the callbacks `shop-r1 train sft` runs, so their per-step cost counts
+            # (MODE:noguard leaves out the non-finite guard to measure its own cost)
+            summary, guard = train_sft.run_callbacks(run_cfg, plan, shape)
+            run_callbacks = [summary] if without_guard else [summary, guard]
             trainer = train_sft.make_trainer(
                 run_cfg,
                 plan,
                 dataset,
                 model=model,
                 tokenizer=tokenizer,
-                callbacks=[*train_sft.run_callbacks(run_cfg, plan, shape), clock.callback()],
+                callbacks=[*run_callbacks, clock.callback()],
             )
             micro, ga = plan.micro_batch_size, plan.gradient_accumulation_steps
             packed = plan.padding_free
@@ -417,7 +440,7 @@ def run_mode(mode: str, args: argparse.Namespace) -> dict[str, Any]:
             shape, seq_len=big[1] // micro, micro_batch=micro, **est_kw
         ).total
     result: dict[str, Any] = {
-        "mode": mode,
+        "mode": label,
         "setup": setup,
         "gpu": gpu,
         "timed_steps": args.steps,
@@ -436,6 +459,12 @@ def run_mode(mode: str, args: argparse.Namespace) -> dict[str, Any]:
         "planned_peak_gib": round(planned / 2**30, 2),
         "predicted_peak_gib": round(seen / 2**30, 2),
     }
+    if settings or without_guard:
+        # what the trainer really ran with, read back from TRL's args
+        result["variant"] = {
+            k.split("=")[0]: getattr(trainer.args, k.split("=")[0], None) for k in settings
+        }
+        result["guard"] = not without_guard
     if cuda:
         result["peak_allocated_gib"] = round(torch.cuda.max_memory_allocated() / 2**30, 2)
         result["peak_reserved_gib"] = round(torch.cuda.max_memory_reserved() / 2**30, 2)

@@ -68,12 +68,16 @@ def test_sft_speed_runs_on_real_rows(tmp_path):
             "--global-batch",
             "4",
             "--modes",
-            "trl-default,auto-packed",
+            "trl-default,auto-packed,auto-packed:logging_steps=2:noguard",
             "--data",
             str(sessions),
         ],
         tmp_path,
     )
     modes = {r["mode"]: r for r in result["results"]}
-    assert set(modes) == {"trl-default", "auto-packed"}
+    variant = "auto-packed:logging_steps=2:noguard"
+    assert set(modes) == {"trl-default", "auto-packed", variant}
     assert all(r["real_tokens_per_s"] > 0 for r in modes.values())
+    # a variant's settings reach TRL's args; the guard is left out only there
+    assert modes[variant]["variant"] == {"logging_steps": 2} and modes[variant]["guard"] is False
+    assert "variant" not in modes["auto-packed"]
