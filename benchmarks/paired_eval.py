@@ -11,6 +11,13 @@ Reads two `predictions.jsonl` files written by `shop-r1 eval` / `benchmarks/lear
   exact two-sided p-value (a binomial test on the discordant pairs).
 
 Two evaluations on different step sets are refused: a paired test needs the same steps.
+
+Several pairs (`A1 B1 A2 B2 ...`: each run against its own baseline, e.g. GRPO seeds each
+started from that session's SFT, all scored on the same held-out steps) give each pair's
+row and the pooled one: per step, the mean of the pairs' differences, with the bootstrap
+over steps. Stated before the runs, this is the test of "GRPO beats SFT" across seeds.
+
+    python benchmarks/paired_eval.py s0/eval-sft s0/eval-grpo s1/eval-sft s1/eval-grpo
 """
 
 from __future__ import annotations
@@ -84,36 +91,88 @@ def compare(a: dict[str, dict], b: dict[str, dict], key: str) -> dict:
     }
 
 
+def pooled(pairs: list[tuple[dict[str, dict], dict[str, dict]]], key: str) -> dict:
+    """Per step, the mean over pairs of (B - A); its mean and bootstrap interval over steps."""
+    ids = sorted(pairs[0][0])
+    per_step = [sum(int(b[i][key]) - int(a[i][key]) for a, b in pairs) / len(pairs) for i in ids]
+    low, high = bootstrap_ci(per_step)
+    return {
+        "pairs": len(pairs),
+        "a": sum(int(a[i][key]) for a, _ in pairs for i in ids) / (len(ids) * len(pairs)),
+        "b": sum(int(b[i][key]) for _, b in pairs for i in ids) / (len(ids) * len(pairs)),
+        "diff": sum(per_step) / len(ids),
+        "ci95": [low, high],
+    }
+
+
 def main() -> int:
     ap = argparse.ArgumentParser(
         description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
     )
-    ap.add_argument("a", type=Path, help="baseline eval dir or predictions.jsonl")
-    ap.add_argument("b", type=Path, help="candidate eval dir or predictions.jsonl")
+    ap.add_argument(
+        "runs",
+        type=Path,
+        nargs="+",
+        metavar="A B",
+        help="baseline and candidate eval dirs (or predictions.jsonl); more pairs: A2 B2 ...",
+    )
     ap.add_argument("--json", action="store_true")
     args = ap.parse_args()
-    a, b = load(args.a), load(args.b)
-    if set(a) != set(b):
-        raise SystemExit(
-            f"the two evaluations scored different steps ({len(set(a) ^ set(b))} ids differ); "
-            "a paired comparison needs the same held-out steps"
-        )
-    if not a:
-        raise SystemExit(f"{args.a}: no predictions")
-    result = {"n": len(a), "exact": compare(a, b, "exact"), "type": compare(a, b, "type_ok")}
+    if len(args.runs) % 2:
+        ap.error(f"runs: {len(args.runs)} paths; give them in pairs (baseline, candidate)")
+    paths = list(zip(args.runs[::2], args.runs[1::2], strict=True))
+    pairs = [(load(pa), load(pb)) for pa, pb in paths]
+    steps = set(pairs[0][0])
+    for (pa, pb), (a, b) in zip(paths, pairs, strict=True):
+        for path, rows in ((pa, a), (pb, b)):
+            if set(rows) != steps:
+                raise SystemExit(
+                    f"{path}: scored different steps than {paths[0][0]} "
+                    f"({len(set(rows) ^ steps)} ids differ); a paired comparison needs the "
+                    "same held-out steps"
+                )
+    if not steps:
+        raise SystemExit(f"{paths[0][0]}: no predictions")
+    results = [
+        {
+            "a": str(pa),
+            "b": str(pb),
+            "n": len(a),
+            "exact": compare(a, b, "exact"),
+            "type": compare(a, b, "type_ok"),
+        }
+        for (pa, pb), (a, b) in zip(paths, pairs, strict=True)
+    ]
+    out: dict = results[0] if len(pairs) == 1 else {"pairs": results}
+    if len(pairs) > 1:
+        out["pooled"] = {"exact": pooled(pairs, "exact"), "type": pooled(pairs, "type_ok")}
     if args.json:
-        print(json.dumps(result, indent=2))
+        print(json.dumps(out, indent=2))
         return 0
-    print(f"{len(a)} paired steps: A = {args.a}, B = {args.b}")
-    print("| metric | A | B | B - A | 95% CI (paired bootstrap) | only A / only B | McNemar p |")
-    print("|---|---:|---:|---:|---|---:|---:|")
-    for name, key in (("exact match", "exact"), ("type accuracy", "type")):
-        r = result[key]
+    for result in results:
+        print(f"{result['n']} paired steps: A = {result['a']}, B = {result['b']}")
         print(
-            f"| {name} | {r['a']:.2%} | {r['b']:.2%} | {r['diff']:+.2%} "
-            f"| [{r['ci95'][0]:+.2%}, {r['ci95'][1]:+.2%}] | {r['only_a']} / {r['only_b']} "
-            f"| {r['mcnemar_p']:.3g} |"
+            "| metric | A | B | B - A | 95% CI (paired bootstrap) | only A / only B | McNemar p |"
         )
+        print("|---|---:|---:|---:|---|---:|---:|")
+        for name, key in (("exact match", "exact"), ("type accuracy", "type")):
+            r = result[key]
+            print(
+                f"| {name} | {r['a']:.2%} | {r['b']:.2%} | {r['diff']:+.2%} "
+                f"| [{r['ci95'][0]:+.2%}, {r['ci95'][1]:+.2%}] | {r['only_a']} / {r['only_b']} "
+                f"| {r['mcnemar_p']:.3g} |"
+            )
+        print()
+    if len(pairs) > 1:
+        print(f"pooled over {len(pairs)} pairs (per step, the mean of the pairs' differences):")
+        print("| metric | A (mean) | B (mean) | B - A | 95% CI (bootstrap over steps) |")
+        print("|---|---:|---:|---:|---|")
+        for name, key in (("exact match", "exact"), ("type accuracy", "type")):
+            r = out["pooled"][key]
+            print(
+                f"| {name} | {r['a']:.2%} | {r['b']:.2%} | {r['diff']:+.2%} "
+                f"| [{r['ci95'][0]:+.2%}, {r['ci95'][1]:+.2%}] |"
+            )
     return 0
 
 

@@ -99,6 +99,23 @@ def test_paired_comparison_counts_discordant_steps(tmp_path: Path) -> None:
     assert r["mcnemar_p"] == pytest.approx(2 * (1 + 4) / 16)
 
 
+def test_pooled_comparison_averages_each_steps_difference_over_pairs(tmp_path: Path) -> None:
+    def rows(exact: list[bool]) -> dict[str, dict]:
+        return {f"s#{i}": {"exact": e, "type_ok": True} for i, e in enumerate(exact)}
+
+    paired = _paired()
+    # pair 1: +1 on step 0, -1 on step 3; pair 2: +1 on steps 0 and 1
+    p1 = (rows([False, True, False, True]), rows([True, True, False, False]))
+    p2 = (rows([False, False, True, True]), rows([True, True, True, True]))
+    r = paired.pooled([p1, p2], "exact")
+    # per step: (1 + 1) / 2, (0 + 1) / 2, 0, (-1 + 0) / 2 -> mean 0.25
+    assert r["diff"] == pytest.approx(0.25) and r["pairs"] == 2
+    assert r["a"] == pytest.approx(4 / 8) and r["b"] == pytest.approx(6 / 8)
+    low, high = r["ci95"]
+    assert -0.5 <= low <= 0.25 <= high <= 1.0
+    assert paired.pooled([p1, p2], "type_ok")["ci95"] == [0.0, 0.0]
+
+
 def test_old_predictions_without_verdicts_are_refused_in_one_line(tmp_path: Path) -> None:
     f = tmp_path / "predictions.jsonl"
     f.write_text('{"id": "s#0", "completion": "x"}\n')
