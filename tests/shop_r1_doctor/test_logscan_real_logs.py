@@ -113,6 +113,38 @@ def test_killed_reads_as_host_ram_unless_the_log_shows_wsl():
     assert lead("Killed 0 stale processes") is None
 
 
+@pytest.mark.parametrize(
+    "killed", ["已杀死", "強制終了", "Getötet", "Processus arrêté", "Terminado (killed)", "Убито"]
+)
+def test_the_shells_killed_in_another_locale_is_read_as_the_english_word(killed):
+    """bash prints strsignal(SIGKILL) in the user's locale (glibc's translations)."""
+    d = diagnose_log(f"Writing metrics: /home/u/logdir/metrics.jsonl\n{killed}\n")
+    assert d.lead is not None
+    assert (d.lead.code, d.lead.severity("error")) == ("HOST_OOM_KILLED", "info")
+    wsl = diagnose_log(f"Linux 5.15.167.4-microsoft-standard-WSL2\n{killed}")
+    assert wsl.lead is not None and wsl.lead.code == "WSL_VM_RAM_CAP"
+    assert lead(f"{killed} 0 stale processes") is None
+
+
+def test_the_linker_missing_libcuda_is_a_wsl_hint_unless_the_log_shows_wsl():
+    link = "/usr/bin/ld: cannot find -lcuda: No such file or directory"
+    d = diagnose_log(link)
+    assert d.lead is not None
+    assert (d.lead.code, d.lead.severity("warning")) == ("WSL_LIBCUDA_NOT_LINKABLE", "info")
+    shown = diagnose_log("Linux 5.15.167.4-microsoft-standard-WSL2\n" + link)
+    assert shown.lead is not None
+    assert (shown.lead.code, shown.lead.severity("warning")) == (
+        "WSL_LIBCUDA_NOT_LINKABLE",
+        "warning",
+    )
+    assert lead("/usr/bin/ld: cannot find -lcudart: No such file or directory") is None
+
+
+def test_the_docker_daemons_gpu_refusal_is_the_engine_without_nvidia_runtime():
+    refused = 'Error response from daemon: could not select device driver "nvidia" with capabilities: [[gpu]]'
+    assert lead(refused) == "DOCKER_NO_GPU_SUPPORT"
+
+
 def test_bf16_refusal_reads_the_gpu_from_transformers_own_hint():
     # transformers adds the Ampere hint only when torch sees CUDA (training_args.py:1780;
     # 4.x raised the hinted message only under torch.cuda.is_available()): a GPU without
