@@ -202,7 +202,10 @@ def measure(
     symptoms: tuple[Symptom, ...] | None = None,
 ) -> list[Row]:
     sigs = signatures if signatures is not None else load_signatures()
-    known = (*sigs, *(symptoms if symptoms is not None else load_symptoms()))
+    known: tuple[Signature | Symptom, ...] = (
+        *sigs,
+        *(symptoms if symptoms is not None else load_symptoms()),
+    )
     return [Row(m, fams, readers(m, known)) for m, fams in env_messages()]
 
 
