@@ -9,7 +9,9 @@ doctor diagnoses (ENV_FAMILIES) is rendered the way a log would show it: its exc
 class in front for a raise, each `{}` filled with a plausible value (a port after "port",
 a version after "version", a number, a device, a path). It is covered when a signature of
 knowledge/log_signatures.yaml finds it (its pattern in one of those renderings, or the
-whole message in the signature's own example line).
+whole message in the signature's own example line), or a symptom of
+knowledge/log_symptoms.yaml does (a message read as a hint in `run` / `report`, such as
+c10d's rendezvous timeout; with --rev, this checkout's symptoms).
 
 Figures printed: coverage per family and per package, over all of those messages and over
 the likely ones (a raise/error, naming an environment fact, not reading as the caller's
@@ -36,6 +38,7 @@ from typing import Any
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))  # run from a checkout without installing
 
+from shop_r1_doctor.causes import Symptom, load_symptoms  # noqa: E402
 from shop_r1_doctor.framework_messages import (  # noqa: E402
     MESSAGES_DIR,
     PLACEHOLDER,
@@ -137,7 +140,7 @@ def _renderings(msg: FrameworkMessage) -> list[str]:
     return out
 
 
-def readers(msg: FrameworkMessage, signatures: Iterable[Signature]) -> list[str]:
+def readers(msg: FrameworkMessage, signatures: Iterable[Signature | Symptom]) -> list[str]:
     """Ids of the signatures that read `msg` (the `when`/`unless` evidence is the log's,
     not the message's: left out here)."""
     texts = _renderings(msg)
@@ -194,9 +197,16 @@ def env_messages() -> list[tuple[FrameworkMessage, tuple[str, ...]]]:
     return out
 
 
-def measure(signatures: tuple[Signature, ...] | None = None) -> list[Row]:
+def measure(
+    signatures: tuple[Signature, ...] | None = None,
+    symptoms: tuple[Symptom, ...] | None = None,
+) -> list[Row]:
     sigs = signatures if signatures is not None else load_signatures()
-    return [Row(m, fams, readers(m, sigs)) for m, fams in env_messages()]
+    known: tuple[Signature | Symptom, ...] = (
+        *sigs,
+        *(symptoms if symptoms is not None else load_symptoms()),
+    )
+    return [Row(m, fams, readers(m, known)) for m, fams in env_messages()]
 
 
 def _figure(rows: list[Row]) -> dict[str, Any]:

@@ -81,13 +81,42 @@ def test_a_log_from_elsewhere_is_not_joined_with_this_machine():
     assert [(c.severity, {e.source for e in c.evidence}) for c in hidden] == [("info", {"log"})]
 
 
-@pytest.mark.parametrize("name", ["c10d-tcpstore-closed-port.log", "nccl-two-node-refused.log"])
-def test_unreachable_peer_is_a_network_failure_not_dev_shm(name):
+@pytest.mark.parametrize(
+    ("name", "severity"),
+    [
+        ("nccl-two-node-refused.log", "error"),
+        # c10d says only that it timed out: what a closed port gives, and also a main rank
+        # still preparing data before init_process_group on one healthy node: a hint
+        ("c10d-tcpstore-closed-port.log", "info"),
+    ],
+)
+def test_unreachable_peer_is_a_network_failure_not_dev_shm(name, severity):
     causes = rank_causes((LOGS / name).read_text(encoding="utf-8"))
     assert causes.lead is not None
-    assert (causes.lead.code, causes.lead.severity) == ("NODE_NETWORK_UNREACHABLE", "error")
+    assert (causes.lead.code, causes.lead.severity) == ("NODE_NETWORK_UNREACHABLE", severity)
     assert "NCCL_DOCKER_SHM_TOO_SMALL" not in {c.code for c in causes.causes}
     assert "MASTER_PORT" in causes.lead.fix and "NCCL_SOCKET_IFNAME" in causes.lead.fix
+
+
+def test_a_timeout_alone_is_a_hint_a_refused_or_aborted_connect_an_error():
+    timeout = (
+        "torch.distributed.DistNetworkError: The client socket has timed out after 1800000ms "
+        "while trying to connect to (10.0.0.1, 29500).\n"
+    )
+    aborted = (
+        "socket.c:485 NCCL WARN socketStartConnect: Connect to 10.0.0.82<38455> failed : "
+        "Software caused connection abort\n"
+    )
+    nccl_timeout = "misc/socket.cc:484 NCCL WARN socketStartConnect: Connect to 10.0.0.2<4591> failed : Connection timed out\n"
+    assert [(c.code, c.severity) for c in rank_causes(timeout).causes] == [
+        ("NODE_NETWORK_UNREACHABLE", "info")
+    ]
+    assert [(c.code, c.severity) for c in rank_causes(nccl_timeout).causes] == [
+        ("NODE_NETWORK_UNREACHABLE", "info")
+    ]
+    assert [(c.code, c.severity) for c in rank_causes(aborted).causes] == [
+        ("NODE_NETWORK_UNREACHABLE", "error")
+    ]
 
 
 def test_unreachable_rendezvous_caused_live(tmp_path):
