@@ -80,6 +80,13 @@ THREAD_LINES = {
         "process exiting prematurely.",
         "NODE_NETWORK_UNREACHABLE",
     ),
+    "nccl-watchdog-stuck": (
+        "[rank2]:[E704 13:48:58.260494728 ProcessGroupNCCL.cpp:1746] [PG ID 0 PG GUID "
+        "0(default_pg) Rank 2] ProcessGroupNCCL's watchdog got stuck for 480 seconds without "
+        "making progress in monitoring enqueued collectives. This typically indicates a "
+        "NCCL/CUDA API (e.g., CudaEventDestroy) hang blocking the watchdog",
+        "NCCL_COLLECTIVE_TIMEOUT",
+    ),
     "nccl-cuda-oom": (
         "ng30903:3063028:3066152 [3] include/alloc.h:178 NCCL WARN Cuda failure 'out of memory'\n"
         "ng30903:3063028:3066152 [3] include/alloc.h:185 NCCL WARN Failed to CUDA calloc "
@@ -137,6 +144,10 @@ def test_hints_stay_hints():
     remote, _ = THREAD_LINES["nccl-remote-error"]
     [m] = [m for m in diagnose_log(remote).matches if m.signature.id == "nccl-remote-error"]
     assert m.severity(load_codes()[m.code].severity) == "info"
+    stuck, _ = THREAD_LINES["nccl-watchdog-stuck"]
+    lead = diagnose_log(stuck).lead
+    assert lead is not None and lead.signature.id == "nccl-watchdog-stuck"
+    assert lead.severity(load_codes()[lead.code].severity) == "info"
     timeout, _ = THREAD_LINES["vllm-engine-start-timeout"]
     lead = diagnose_log(timeout).lead
     assert lead is not None
