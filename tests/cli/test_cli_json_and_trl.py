@@ -155,6 +155,7 @@ def test_help_and_version(flag: str) -> None:
 # `name=value` in a fix that belongs to another tool (vLLM, Megatron, Ray, torch's TCPStore), not to `--set`
 OTHER_TOOLS = {
     "attention_backend",
+    "force_download",  # huggingface_hub's download and from_pretrained argument
     "gradient_accumulation_fusion",
     "include_dashboard",
     "use_libuv",
