@@ -1,4 +1,10 @@
-"""torch.compile on CPU with no usable C++ compiler (Inductor compiles C++ kernels)."""
+"""torch.compile on CPU with no usable C++ compiler (Inductor compiles C++ kernels).
+
+On CPU, Inductor searches for the compiler itself (torch/_inductor/cpp_builder.py) and
+never reaches Triton (the CPU wheel has none), so these recordings hold torch's
+InvalidCxxCompiler text, not Triton's "Failed to find C/C++ compiler" raises; those are
+read by the triton-no-c-compiler signature (tests/shop_r1_doctor/test_logscan.py).
+"""
 
 from __future__ import annotations
 

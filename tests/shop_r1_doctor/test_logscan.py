@@ -146,6 +146,24 @@ def test_incident_lines_are_recognised(line, code):
     assert code in [m.signature.code for m in scan_log(line)]
 
 
+# Triton 3.9's two raises for a missing toolchain (triton/runtime/build.py:33 for C sources
+# such as its launcher, :47 for C++ sources), as a failed run prints them.
+TRITON_NO_COMPILER_LINES = [
+    "RuntimeError: Failed to find C compiler. Please specify via CC environment variable or set "
+    "triton.knobs.build.impl.",
+    "RuntimeError: Failed to find C++ compiler. Please specify via CXX environment variable or "
+    "set triton.knobs.build.impl.",
+]
+
+
+@pytest.mark.parametrize("line", TRITON_NO_COMPILER_LINES, ids=["c", "cxx"])
+def test_triton_no_compiler_is_read_in_both_wordings(line):
+    matches = scan_log(line)
+    assert [(m.signature.id, m.signature.code) for m in matches] == [
+        ("triton-no-c-compiler", "TORCH_COMPILE_NO_COMPILER")
+    ]
+
+
 def test_real_tiny_dataset_run_is_recognised_and_marked_silent():
     # Recorded from tests/fixtures/report/tiny_grpo.py with 1 row: exit 0, no step trained.
     matches = scan_log((DATA / "grpo_tiny_dataset_cpu.log").read_text(encoding="utf-8"))
