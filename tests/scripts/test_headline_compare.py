@@ -3,15 +3,11 @@ figure is printed beside the README's (benchmarks/headline.yaml) with their rati
 
 from __future__ import annotations
 
-import importlib.util
 import re
 
-from repo_paths import ROOT
+from repo_paths import ROOT, load_script
 
-_spec = importlib.util.spec_from_file_location("headline", ROOT / "benchmarks" / "headline.py")
-assert _spec and _spec.loader
-headline = importlib.util.module_from_spec(_spec)
-_spec.loader.exec_module(headline)
+headline = load_script("benchmarks/headline.py")
 
 RESULTS = ROOT / "benchmarks" / "results" / "h100_headline_5374f39"
 

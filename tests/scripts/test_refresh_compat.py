@@ -2,12 +2,11 @@
 
 from __future__ import annotations
 
-import importlib.util
 import subprocess
 import sys
 
 from packaging.version import Version
-from repo_paths import ROOT
+from repo_paths import ROOT, load_script
 
 from shop_r1_doctor.knowledge import COMPAT_PATH, load_compat, load_compat_file
 
@@ -16,11 +15,7 @@ SCRIPT = ROOT / "scripts" / "refresh_compat.py"
 
 
 def _module():
-    spec = importlib.util.spec_from_file_location("refresh_compat", SCRIPT)
-    module = importlib.util.module_from_spec(spec)
-    sys.modules[spec.name] = module  # dataclasses look their module up while building
-    spec.loader.exec_module(module)
-    return module
+    return load_script("scripts/refresh_compat.py")
 
 
 def test_profiles_refresh_reads_torch_pins_from_recorded_metadata():

@@ -3,23 +3,18 @@ resolve, the stand-in torch pip really reads, and the one-line skip when no inde
 
 from __future__ import annotations
 
-import importlib.util
 import json
 import os
 import subprocess
 import sys
 
-from repo_paths import ROOT
+from repo_paths import ROOT, load_script
 
 SCRIPT = ROOT / "scripts" / "resolve_profiles.py"
 
 
 def _module():
-    spec = importlib.util.spec_from_file_location("resolve_profiles", SCRIPT)
-    module = importlib.util.module_from_spec(spec)
-    sys.modules[spec.name] = module
-    spec.loader.exec_module(module)
-    return module
+    return load_script("scripts/resolve_profiles.py")
 
 
 def _names(path) -> set[str]:

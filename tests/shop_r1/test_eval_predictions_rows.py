@@ -3,12 +3,11 @@ two runs (benchmarks/paired_eval.py) reads them: hand-computed rows."""
 
 from __future__ import annotations
 
-import importlib.util
 import json
 from pathlib import Path
 
 import pytest
-from repo_paths import ROOT
+from repo_paths import load_script
 
 from shop_r1.actions import Action
 from shop_r1.eval import EvalResult, EvalRow, score, write_outputs
@@ -56,10 +55,7 @@ def test_each_row_carries_gold_and_its_verdict(tmp_path: Path) -> None:
 
 
 def _paired():
-    spec = importlib.util.spec_from_file_location("paired_eval", ROOT / "benchmarks/paired_eval.py")
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
+    return load_script("benchmarks/paired_eval.py")
 
 
 @pytest.mark.parametrize(

@@ -4,20 +4,14 @@ pipeline (tests/fixtures/tensorboard/, see its README)."""
 
 from __future__ import annotations
 
-import importlib.util
 import json
-import sys
 
 import pytest
-from repo_paths import FIXTURES, ROOT
+from repo_paths import FIXTURES, ROOT, load_script
 
 pytest.importorskip("tensorboard")
 
-spec = importlib.util.spec_from_file_location("plot_run", ROOT / "benchmarks/plot_run.py")
-assert spec and spec.loader
-plot_run = importlib.util.module_from_spec(spec)
-sys.modules["plot_run"] = plot_run
-spec.loader.exec_module(plot_run)
+plot_run = load_script("benchmarks/plot_run.py")
 
 H100 = ROOT / "benchmarks/results/h100_issue15/lr1e-6"
 TINY = FIXTURES / "tensorboard"

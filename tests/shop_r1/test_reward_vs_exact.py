@@ -4,20 +4,12 @@ real held-out steps."""
 
 from __future__ import annotations
 
-import importlib.util
-import sys
 from collections import Counter
 
 import pytest
-from repo_paths import ROOT
+from repo_paths import load_script
 
-spec = importlib.util.spec_from_file_location(
-    "reward_vs_exact", ROOT / "benchmarks/reward_vs_exact.py"
-)
-assert spec and spec.loader
-rve = importlib.util.module_from_spec(spec)
-sys.modules["reward_vs_exact"] = rve
-spec.loader.exec_module(rve)
+rve = load_script("benchmarks/reward_vs_exact.py")
 
 ADD = ("click", "add_to_cart", "")
 OPTION = ("click", "option_color_black", "")

@@ -3,17 +3,11 @@ distribution (the bound quoted for issue 15's learning goal)."""
 
 from __future__ import annotations
 
-import importlib.util
 import re
-import sys
 
-from repo_paths import ROOT
+from repo_paths import load_script
 
-spec = importlib.util.spec_from_file_location("synth_ceiling", ROOT / "benchmarks/synth_ceiling.py")
-assert spec and spec.loader
-ceiling = importlib.util.module_from_spec(spec)
-sys.modules["synth_ceiling"] = ceiling
-spec.loader.exec_module(ceiling)
+ceiling = load_script("benchmarks/synth_ceiling.py")
 
 
 def _session_and_log(index: int):

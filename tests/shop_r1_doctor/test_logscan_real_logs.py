@@ -6,12 +6,10 @@ The thresholds are the figures reached when this corpus was built (see the READM
 
 from __future__ import annotations
 
-import importlib.util
 import re
-import sys
 
 import pytest
-from repo_paths import ROOT
+from repo_paths import ROOT, load_script
 
 from shop_r1_doctor.errors import ToolError
 from shop_r1_doctor.knowledge import load_codes
@@ -19,13 +17,7 @@ from shop_r1_doctor.logscan import diagnose_log, load_knowledge_file, scan_log
 
 CORPUS_DIR = ROOT / "tests" / "fixtures" / "real_logs"
 
-_spec = importlib.util.spec_from_file_location(
-    "logscan_corpus", ROOT / "benchmarks" / "logscan_corpus.py"
-)
-assert _spec and _spec.loader
-corpus = importlib.util.module_from_spec(_spec)
-sys.modules["logscan_corpus"] = corpus  # dataclasses resolve their module by name
-_spec.loader.exec_module(corpus)
+corpus = load_script("benchmarks/logscan_corpus.py")
 
 CASES = corpus.load_corpus(CORPUS_DIR)
 REPORT = corpus.evaluate(CASES)

@@ -5,17 +5,14 @@ benchmarks/results/signature_coverage_after*.json (one file per round of signatu
 
 from __future__ import annotations
 
-import importlib.util
 import json
-import sys
-from pathlib import Path
 
 import pytest
+from repo_paths import ROOT, load_script
 
 from shop_r1_doctor.framework_messages import load_messages
 from shop_r1_doctor.logscan import load_signatures, scan_log
 
-ROOT = Path(__file__).resolve().parents[2]
 RECORDED = sorted((ROOT / "benchmarks" / "results").glob("signature_coverage_after*.json"))
 
 # Signatures written from the frameworks' message families (one pattern per family).
@@ -41,14 +38,7 @@ FAMILY_SIGNATURES = (
 
 @pytest.fixture(scope="module")
 def coverage():
-    spec = importlib.util.spec_from_file_location(
-        "signature_coverage", ROOT / "benchmarks" / "signature_coverage.py"
-    )
-    assert spec is not None and spec.loader is not None
-    mod = importlib.util.module_from_spec(spec)
-    sys.modules["signature_coverage"] = mod
-    spec.loader.exec_module(mod)
-    return mod
+    return load_script("benchmarks/signature_coverage.py")
 
 
 @pytest.fixture(scope="module")

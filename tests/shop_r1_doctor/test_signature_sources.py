@@ -8,10 +8,9 @@ import importlib.metadata
 import importlib.util
 import json
 import re
-import sys
-from pathlib import Path
 
 import pytest
+from repo_paths import load_script
 
 from shop_r1_doctor.framework_messages import (
     MESSAGES_DIR,
@@ -21,18 +20,9 @@ from shop_r1_doctor.framework_messages import (
 )
 from shop_r1_doctor.logscan import Signature, load_signatures
 
-ROOT = Path(__file__).resolve().parents[2]
-
 
 def _script():  # scripts/ is no package; load the extractor as a module
-    spec = importlib.util.spec_from_file_location(
-        "extract_messages", ROOT / "scripts" / "extract_messages.py"
-    )
-    assert spec is not None and spec.loader is not None
-    mod = importlib.util.module_from_spec(spec)
-    sys.modules["extract_messages"] = mod
-    spec.loader.exec_module(mod)
-    return mod
+    return load_script("scripts/extract_messages.py")
 
 
 def unread_citations(signatures: tuple[Signature, ...]) -> list[str]:

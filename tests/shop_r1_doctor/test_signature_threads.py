@@ -4,17 +4,12 @@ right code, and a message that only suggests a cause stays a hint below the caus
 
 from __future__ import annotations
 
-import importlib.util
-import sys
-from pathlib import Path
-
 import pytest
+from repo_paths import load_script
 
 from shop_r1_doctor.framework_messages import load_messages
 from shop_r1_doctor.knowledge import load_codes
 from shop_r1_doctor.logscan import diagnose_log, load_signatures
-
-ROOT = Path(__file__).resolve().parents[2]
 
 # id -> a line as users pasted it (the thread is the signature's `source`) -> its code
 THREAD_LINES = {
@@ -110,14 +105,7 @@ THREAD_LINES = {
 
 @pytest.fixture(scope="module")
 def coverage():
-    spec = importlib.util.spec_from_file_location(
-        "signature_coverage", ROOT / "benchmarks" / "signature_coverage.py"
-    )
-    assert spec is not None and spec.loader is not None
-    mod = importlib.util.module_from_spec(spec)
-    sys.modules["signature_coverage"] = mod
-    spec.loader.exec_module(mod)
-    return mod
+    return load_script("benchmarks/signature_coverage.py")
 
 
 @pytest.mark.parametrize("sig_id", sorted(THREAD_LINES))
