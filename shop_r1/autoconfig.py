@@ -62,6 +62,8 @@ class AutoPlan:
     liger_kernel: bool = False
     optim: str = "adamw_torch"
     dataloader_num_workers: int = 0
+    # transformers' NaN-loss filter: a host read of every micro step's loss
+    logging_nan_inf_filter: bool = True
     seq_len: int = 0
     # SFT: tokens per micro batch (one best-fit-decreasing bin of rows); None = whole rows
     token_budget: int | None = None
@@ -224,6 +226,22 @@ def _choose_loader(facts: Facts, cuda: bool, plan: AutoPlan) -> None:
     plan.note("dataloader_num_workers", plan.dataloader_num_workers, why)
 
 
+def _choose_loss_filter(cuda: bool, plan: AutoPlan) -> None:
+    """transformers' `logging_nan_inf_filter` tests every micro step's loss for NaN as a
+    Python bool: the host waits for the GPU's forward and backward before it may launch
+    the next micro step. On a GPU the non-finite guard already drops NaN updates (on the
+    device, with fused AdamW), and a NaN in the logged loss is worth seeing, not hiding."""
+    plan.logging_nan_inf_filter = not cuda
+    plan.note(
+        "logging_nan_inf_filter",
+        plan.logging_nan_inf_filter,
+        "NaN updates are dropped by the guard; the filter made the host wait for the GPU "
+        "every micro step"
+        if cuda
+        else "no GPU to wait for",
+    )
+
+
 def _memory_budget(facts: Facts, cfg: _RunConfig, cuda: bool) -> int:
     if cuda and facts.gpus:
         return int(cfg.gpu_memory_headroom * min(_gpu_free_bytes(g) for g in facts.gpus))
@@ -359,6 +377,7 @@ def decide(
     )
     plan.memory_budget_bytes = _memory_budget(facts, cfg, cuda)
     _choose_loader(facts, cuda, plan)
+    _choose_loss_filter(cuda, plan)
     if isinstance(cfg, GRPORunConfig):
         _decide_grpo(facts, cfg, shape, plan, cuda, prompt_len=seq_len, ray=ray)
     else:

@@ -42,18 +42,35 @@ class NonFiniteGradGuard(TrainerCallback):
     later in `generate()` ("probability tensor contains either `inf`, `nan`...").
     Mixed-precision trainers skip such steps (fp16 loss scaling does; Megatron and
     DeepSpeed do); transformers' Trainer does not for bf16/fp32, so this does it from
-    `on_pre_optimizer_step` (after clipping, before `optimizer.step()`): the gradients
-    are zeroed, so the batch adds nothing (AdamW's momentum still moves the weights a
-    little). More than `max_consecutive` bad steps in a row is a broken run, not a rare
-    kernel failure: it stops with a one-line error that says what to change."""
+    `on_pre_optimizer_step` (after clipping, before `optimizer.step()`).
+
+    With torch's fused Adam/AdamW (what the plan picks on GPUs) the skip stays on the
+    device: the optimizer's `found_inf` (the flag GradScaler hands the fused kernel) makes
+    the kernel leave weights, moments and step count untouched, so the host never waits
+    for the GPU here. Reading the flag every step made the host wait at every step's end,
+    and the GPU then idled while the host fetched and collated the next batch. The flags
+    are read when the trainer logs (it waits for the GPU there anyway; it logs once more
+    after the last step).
+    Other optimizers: the flag is read at once and the gradients are zeroed (AdamW's
+    momentum then still moves the weights a little).
+
+    More than `max_consecutive` bad steps in a row is a broken run, not a rare kernel
+    failure: it stops with a one-line error that says what to change."""
 
     def __init__(self, max_consecutive: int = 3) -> None:
         self.max_consecutive = max_consecutive
         self.skipped: list[int] = []  # optimizer steps (1-based) whose update was dropped
         self.consecutive = 0
+        self.pending: list[tuple[int, Any]] = []  # (step, 0-d bool tensor) not read yet
 
     def on_pre_optimizer_step(
-        self, args: Any, state: Any, control: Any, model: Any = None, **kw: Any
+        self,
+        args: Any,
+        state: Any,
+        control: Any,
+        model: Any = None,
+        optimizer: Any = None,
+        **kw: Any,
     ) -> None:
         import torch
 
@@ -68,28 +85,67 @@ class NonFiniteGradGuard(TrainerCallback):
             flag = bad.to(torch.int32)
             torch.distributed.all_reduce(flag, op=torch.distributed.ReduceOp.MAX)
             bad = flag.bool()
-        if not bool(bad):
-            self.consecutive = 0
-            return
-        for g in grads:
-            g.zero_()
         step = state.global_step + 1
-        self.skipped.append(step)
-        self.consecutive += 1
-        if state.is_world_process_zero:
-            print(
-                f"shop-r1: step {step}: NaN/inf gradients; update dropped "
-                f"({len(self.skipped)} so far)",
-                file=sys.stderr,
-                flush=True,
-            )
-        if self.consecutive > self.max_consecutive:
-            raise ToolError(
-                f"{self.consecutive} optimizer steps in a row had NaN/inf gradients (steps "
-                f"{self.skipped[-self.consecutive :]}); the weights are still finite, but the "
-                "run is not learning. Lower the learning rate, or set attention to eager "
-                "or flash_attention_2 instead of sdpa"
-            )
+        inner = fused_adam(optimizer)
+        if inner is not None and not getattr(args, "fp16", False):
+            # fp16 runs hand found_inf to the kernel through GradScaler: never both
+            inner.found_inf = bad.to(torch.float32)
+            self.pending.append((step, bad))
+            return
+        if bool(bad):
+            for g in grads:
+                g.zero_()
+        self._record([(step, bool(bad))], state)
+
+    def on_log(self, args: Any, state: Any, control: Any, **kw: Any) -> None:
+        # the trainer also logs once after the last step, before on_train_end
+        self.resolve(state)
+
+    def resolve(self, state: Any) -> None:
+        """Reads the device-side flags of the steps since the last read (one wait)."""
+        if not self.pending:
+            return
+        import torch
+
+        steps = [step for step, _ in self.pending]
+        flags = torch.stack([flag for _, flag in self.pending]).tolist()
+        self.pending = []
+        self._record(list(zip(steps, flags, strict=True)), state)
+
+    def _record(self, flags: list[tuple[int, bool]], state: Any) -> None:
+        for step, bad in flags:
+            if not bad:
+                self.consecutive = 0
+                continue
+            self.skipped.append(step)
+            self.consecutive += 1
+            if state.is_world_process_zero:
+                print(
+                    f"shop-r1: step {step}: NaN/inf gradients; update dropped "
+                    f"({len(self.skipped)} so far)",
+                    file=sys.stderr,
+                    flush=True,
+                )
+            if self.consecutive > self.max_consecutive:
+                raise ToolError(
+                    f"{self.consecutive} optimizer steps in a row had NaN/inf gradients "
+                    f"(steps {self.skipped[-self.consecutive :]}); the weights are still "
+                    "finite, but the run is not learning. Lower the learning rate, or set "
+                    "attention to eager or flash_attention_2 instead of sdpa"
+                )
+
+
+def fused_adam(optimizer: Any) -> Any:
+    """The torch Adam/AdamW under accelerate's wrapper when it runs fused (the kernel
+    that takes `found_inf`; the others refuse it), else None."""
+    import torch
+
+    inner = getattr(optimizer, "optimizer", optimizer)
+    if not isinstance(inner, torch.optim.Adam | torch.optim.AdamW):
+        return None
+    if not all(group.get("fused") for group in inner.param_groups):
+        return None
+    return inner
 
 
 def nonfinite(tensors: list[Any]) -> Any:

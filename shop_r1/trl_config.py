@@ -57,6 +57,7 @@ class _Resolvable:
             "report_to": report_to,
             "use_cpu": plan.device == "cpu",
             "dataloader_num_workers": plan.dataloader_num_workers,
+            "logging_nan_inf_filter": plan.logging_nan_inf_filter,
         }
 
     def decide(self, plan: AutoPlan) -> Any:

@@ -542,6 +542,7 @@ def test_decide_sft_on_the_cpu_end_to_end():
         "liger_kernel",
         "chunked_loss",
         "dataloader_num_workers",
+        "logging_nan_inf_filter",
         "padding_free",
         "token_budget",
         "micro_batch_size",

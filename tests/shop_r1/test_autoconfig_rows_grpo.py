@@ -366,6 +366,7 @@ def test_grpo_on_the_cpu_end_to_end():
         "liger_kernel",
         "chunked_loss",
         "dataloader_num_workers",
+        "logging_nan_inf_filter",
         "use_vllm",
         "micro_batch_size",
         "gradient_accumulation_steps",

@@ -13,7 +13,7 @@ import pytest
 from autoconfig_facts import GIB, OK, SHAPE, notes, snap
 
 from shop_r1.autoconfig import BIN_ROUND, decide
-from shop_r1.config import SFTRunConfig
+from shop_r1.config import SFTRunConfig, make_run_config
 from shop_r1_doctor.memory import estimate_training_memory
 
 # H100, torch 2.11 (its own varlen kernel), Liger imports, no flash-attn
@@ -185,3 +185,16 @@ def test_loader_workers_rows(case, facts, workers, reason):
     plan = plan_for(SFTRunConfig(), facts=facts)
     assert plan.dataloader_num_workers == workers
     assert notes(plan)["dataloader_num_workers"] == (workers, reason)
+
+
+def test_nan_loss_filter_is_off_on_a_gpu_and_reaches_trl():
+    """transformers' filter reads every micro step's loss on the host; on a GPU the
+    guard drops NaN updates on the device instead."""
+    from shop_r1 import trl_config
+
+    gpu = plan_for(SFTRunConfig(), facts=H100_LIGER)
+    cpu = plan_for(SFTRunConfig(), facts=snap(cuda=False, ram=32 * GIB))
+    assert (gpu.logging_nan_inf_filter, cpu.logging_nan_inf_filter) == (False, True)
+    assert trl_config.build(SFTRunConfig(), gpu).logging_nan_inf_filter is False
+    user = trl_config.build(make_run_config("sft", {"logging_nan_inf_filter": True}), gpu)
+    assert user.logging_nan_inf_filter is True  # a user's setting wins

@@ -104,7 +104,7 @@ class _Linear(torch.nn.Module):
         return {"loss": loss}
 
 
-def _train(tmp_path, bad_samples, steps=6):
+def _train(tmp_path, bad_samples, steps=6, optim="adamw_torch", logging_steps=1):
     from transformers import Trainer, TrainingArguments
 
     rows = [{"x": [1.0, 2.0, 3.0, 4.0], "labels": 1.0} for _ in range(steps)]
@@ -118,7 +118,8 @@ def _train(tmp_path, bad_samples, steps=6):
         use_cpu=True,
         report_to=[],
         save_strategy="no",
-        logging_steps=1,
+        logging_steps=logging_steps,
+        optim=optim,
     )
 
     class Rows(torch.utils.data.Dataset):
@@ -136,16 +137,64 @@ def _train(tmp_path, bad_samples, steps=6):
     return model, guard
 
 
-def test_guard_drops_a_nan_update_and_training_goes_on(tmp_path):
-    model, guard = _train(tmp_path, bad_samples=[2])
-    assert guard.skipped == [3]
+# adamw_torch: the flag read at once, gradients zeroed; adamw_torch_fused: the fused
+# kernel skips the update on the device, the flags read when the trainer logs (every
+# step, or only at the end of training)
+OPTIMS = [("adamw_torch", 1), ("adamw_torch_fused", 1), ("adamw_torch_fused", 100)]
+
+
+@pytest.mark.parametrize(("optim", "logging_steps"), OPTIMS)
+def test_guard_drops_a_nan_update_and_training_goes_on(tmp_path, optim, logging_steps):
+    model, guard = _train(tmp_path, bad_samples=[2], optim=optim, logging_steps=logging_steps)
+    assert guard.skipped == [3] and not guard.pending
     assert torch.isfinite(model.w).all()
     assert not torch.equal(model.w.detach(), torch.ones(4))  # the good steps did train
 
 
-def test_guard_stops_a_run_that_keeps_failing(tmp_path):
+@pytest.mark.parametrize(("optim", "logging_steps"), OPTIMS)
+def test_guard_stops_a_run_that_keeps_failing(tmp_path, optim, logging_steps):
     with pytest.raises(ToolError, match=r"3 optimizer steps in a row had NaN/inf gradients"):
-        _train(tmp_path, bad_samples=[1, 2, 3])
+        _train(tmp_path, bad_samples=[1, 2, 3], optim=optim, logging_steps=logging_steps)
+
+
+def test_fused_skip_waits_for_nothing_and_leaves_the_optimizer_state(monkeypatch):
+    """The device-side skip: no read of a tensor on the host before the step, and the
+    fused kernel leaves weights, moments and the step count as they were."""
+    from types import SimpleNamespace
+
+    model = _Linear()
+    opt = torch.optim.AdamW(model.parameters(), lr=0.1, fused=True)
+    state = SimpleNamespace(global_step=0, is_world_process_zero=True)
+    args = SimpleNamespace(fp16=False)
+    guard = NonFiniteGradGuard()
+
+    def step(x):
+        model.zero_grad()
+        model(x, labels=torch.tensor(1.0))["loss"].backward()
+        guard.on_pre_optimizer_step(args, state, None, model=model, optimizer=opt)
+        opt.step()
+        state.global_step += 1
+
+    step(torch.ones(4))  # a good step: moments exist
+    w, m, n = (
+        t.clone() for t in (model.w, opt.state[model.w]["exp_avg"], opt.state[model.w]["step"])
+    )
+
+    def no_host_read(*a, **kw):
+        raise AssertionError("the guard read a tensor on the host before the step")
+
+    for name in ("__bool__", "item", "tolist", "cpu"):
+        monkeypatch.setattr(torch.Tensor, name, no_host_read)
+    step(torch.full((4,), math.nan))
+    monkeypatch.undo()
+    assert torch.equal(model.w, w) and torch.equal(opt.state[model.w]["exp_avg"], m)
+    assert torch.equal(opt.state[model.w]["step"], n)
+    guard.resolve(state)
+    assert guard.skipped == [2] and guard.consecutive == 1
+    step(torch.ones(4))  # the flag is set again each step: a good one trains
+    assert not torch.equal(model.w, w)
+    guard.resolve(state)
+    assert guard.skipped == [2] and guard.consecutive == 0
 
 
 def test_without_the_guard_the_weights_go_nan(tmp_path):
