@@ -288,9 +288,9 @@ def run_mode(mode: str, args: argparse.Namespace) -> dict[str, Any]:
         global_batch_size=args.global_batch,
         max_length=args.max_length,
         report_to="none",
-        # logging_steps stays the default (10, TRL's too): a log reads the step's metrics
-        # on the host, and every-step logging measured 0.81x the default's throughput on
-        # the 0.5B shape (benchmarks/results/h100_sft_sync_2026-11-26/)
+        # logging_steps stays the default (10, TRL's too): what users run. Every-step
+        # logging measured within run-to-run noise of it on the 0.5B shape once the kernel
+        # caches were warm (benchmarks/results/h100_sft_sync_2026-11-26/)
         save_steps=10**6,
         learning_rate=2e-5,
         packing={
