@@ -185,7 +185,13 @@ def main() -> None:
         sys.path.insert(0, str(Path(__file__).parent))
         import sft_speed_data
 
-        sft_speed_data.main(args)
+        from shop_r1_doctor.errors import ToolError
+
+        try:
+            sft_speed_data.main(args)
+        except ToolError as e:  # bad input: one line naming it, no traceback
+            print(f"sft_speed: {e}", file=sys.stderr)
+            raise SystemExit(2) from None
         return
     if args.seq_len is None:
         args.seq_len = 128 if args.model_shape == "tiny" else 2048

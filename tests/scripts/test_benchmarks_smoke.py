@@ -81,3 +81,18 @@ def test_sft_speed_runs_on_real_rows(tmp_path):
     # a variant's settings reach TRL's args; the guard is left out only there
     assert modes[variant]["variant"] == {"logging_steps": 2} and modes[variant]["guard"] is False
     assert "variant" not in modes["auto-packed"]
+
+
+def test_sft_speed_names_a_missing_data_file_in_one_line(tmp_path):
+    missing = tmp_path / "sessions.jsonl"
+    proc = subprocess.run(
+        [sys.executable, "sft_speed.py", "--data", str(missing), "--model-shape", "tiny"],
+        cwd=ROOT / "benchmarks",
+        env={**os.environ, "PYTHONPATH": str(ROOT)},
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert proc.returncode == 2
+    (line,) = proc.stderr.strip().splitlines()  # one line, no traceback
+    assert line.startswith("sft_speed: ") and str(missing) in line
