@@ -236,3 +236,52 @@ def test_summary_clock_waits_for_the_gpu_only_at_its_two_ends(monkeypatch):
         summary.on_step_end(None, state, None)
     assert synced == [2, 10]
     assert summary.start is not None and summary.end > summary.start
+
+
+def test_fsdp2_shards_skip_a_nan_update_on_the_device(monkeypatch):
+    """FSDP2 hands the fused kernel DTensor parameters and the guard a plain 0-d flag
+    (agreed across ranks by all-reduce): the skip must hold for sharded weights too.
+    One rank on CPU (gloo), the same code path as on GPUs."""
+    import socket
+    from types import SimpleNamespace
+
+    import torch.distributed as dist
+    from torch.distributed.device_mesh import init_device_mesh
+    from torch.distributed.fsdp import fully_shard
+
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    for k, v in dict(MASTER_ADDR="127.0.0.1", MASTER_PORT=str(port), RANK="0").items():
+        monkeypatch.setenv(k, v)
+    monkeypatch.setenv("WORLD_SIZE", "1")
+    dist.init_process_group("gloo")
+    try:
+        model = torch.nn.Sequential(torch.nn.Linear(4, 4), torch.nn.Linear(4, 1))
+        fully_shard(model, mesh=init_device_mesh("cpu", (1,)))
+        opt = torch.optim.AdamW(model.parameters(), lr=0.1, fused=True)
+        state = SimpleNamespace(global_step=0, is_world_process_zero=True)
+        guard = NonFiniteGradGuard()
+
+        def step(x):
+            opt.zero_grad()
+            model(x).sum().backward()
+            guard.on_pre_optimizer_step(
+                SimpleNamespace(fp16=False), state, None, model=model, optimizer=opt
+            )
+            opt.step()
+            state.global_step += 1
+
+        def weights():
+            return [p.detach().full_tensor().clone() for p in model.parameters()]
+
+        step(torch.ones(2, 4))
+        good = weights()
+        step(torch.full((2, 4), math.nan))
+        assert all(torch.equal(a, b) for a, b in zip(good, weights(), strict=True))
+        guard.resolve(state)
+        assert guard.skipped == [2]
+        step(torch.ones(2, 4))
+        assert not all(torch.equal(a, b) for a, b in zip(good, weights(), strict=True))
+    finally:
+        dist.destroy_process_group()
