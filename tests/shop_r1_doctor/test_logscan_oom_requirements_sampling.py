@@ -94,6 +94,9 @@ def test_other_cuda_errors_are_not_read_as_oom(line):
         "pkg_resources.DistributionNotFound: The 'peft>=0.14.0' distribution was not found "
         "and is required by trl\n"
         "RuntimeError: Failed to import peft.tuners because of the following error\n",
+        "RuntimeError: Failed to import transformers.trainer because of the following "
+        "error (look up to see its traceback):\npkg_resources.DistributionNotFound: The "
+        "'transformers<4.50,>=4.45' distribution was not found and is required by trl\n",
         "pkg_resources.ContextualVersionConflict: (numpy 2.0.1 (/x/site-packages), "
         "Requirement.parse('numpy<2,>=1.22'), {'vllm'})",
         "ImportError: huggingface-hub>=0.23.2,<1.0 is required for a normal functioning of "
