@@ -22,8 +22,8 @@ corpus = load_script("benchmarks/logscan_corpus.py")
 CASES = corpus.load_corpus(CORPUS_DIR)
 REPORT = corpus.evaluate(CASES)
 
-MIN_RECALL = 0.9841  # 311/316 with held-out batches 8 to 11: one more miss fails
-MIN_LEAD_ACCURACY = 0.981  # 310/316 with batches 8 to 11: one more wrong lead fails
+MIN_RECALL = 0.9813  # 315/321 with held-out batches 8 to 12: one more miss fails
+MIN_LEAD_ACCURACY = 0.9781  # 314/321 with batches 8 to 12: one more wrong lead fails
 
 
 def test_corpus_size_and_shape():
