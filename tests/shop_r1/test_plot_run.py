@@ -1,5 +1,5 @@
 """benchmarks/plot_run.py on real TensorBoard logs: an H100 GRPO run of SmolLM2-135M
-(benchmarks/results/h100_issue15/lr1e-6/) and a tiny CPU GRPO run of `shop-r1 demo`'s
+(benchmarks/results/h100_learning_smollm2_2026-11-22/lr1e-6/) and a tiny CPU GRPO run of `shop-r1 demo`'s
 pipeline (tests/fixtures/tensorboard/, see its README)."""
 
 from __future__ import annotations
@@ -13,7 +13,7 @@ pytest.importorskip("tensorboard")
 
 plot_run = load_script("benchmarks/plot_run.py")
 
-H100 = ROOT / "benchmarks/results/h100_issue15/lr1e-6"
+H100 = ROOT / "benchmarks/results/h100_learning_smollm2_2026-11-22/lr1e-6"
 TINY = FIXTURES / "tensorboard"
 PNG = b"\x89PNG\r\n\x1a\n"
 

@@ -5,17 +5,9 @@ missing from a notebook's kernel. Codes and severities only (wording: codes.yaml
 from __future__ import annotations
 
 import pytest
+from logscan_readings import readings
 
-from shop_r1_doctor.knowledge import load_codes
 from shop_r1_doctor.logscan import diagnose_log
-
-CODES = load_codes()
-
-
-def readings(text: str) -> list[tuple[str, str]]:
-    """(code, severity) of every reading, the lead first."""
-    return [(m.code, m.severity(CODES[m.code].severity)) for m in diagnose_log(text).matches]
-
 
 # --- GPU_HARDWARE_FAULT -----------------------------------------------------------------
 

@@ -1,0 +1,14 @@
+"""What the log reader concludes from a text, as facts a test can assert: each reading's
+(code, severity), the lead first. Wording stays in codes.yaml."""
+
+from __future__ import annotations
+
+from shop_r1_doctor.knowledge import load_codes
+from shop_r1_doctor.logscan import diagnose_log
+
+CODES = load_codes()
+
+
+def readings(text: str) -> list[tuple[str, str]]:
+    """(code, severity) of every reading, the lead first."""
+    return [(m.code, m.severity(CODES[m.code].severity)) for m in diagnose_log(text).matches]
