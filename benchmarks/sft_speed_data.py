@@ -145,12 +145,29 @@ class StepClock:
         self.warmup, self.timed, self.profile_steps = warmup, timed, profile_steps
         self.start = self.end = 0.0
         self.prof: Any = None
+        # one CUDA event per optimizer step, recorded without waiting on the GPU: the
+        # time of each step, read once training is over (a cold machine's first run
+        # against a warm one, step by step)
+        self.events: list[Any] = []
 
     def _sync(self) -> None:
         import torch
 
         if torch.cuda.is_available():
             torch.cuda.synchronize()
+
+    def _mark(self) -> None:
+        import torch
+
+        if torch.cuda.is_available():
+            event = torch.cuda.Event(enable_timing=True)
+            event.record()
+            self.events.append(event)
+
+    def step_ms(self) -> list[float]:
+        """Milliseconds between consecutive step ends (the first step has no start mark)."""
+        self._sync()
+        return [round(a.elapsed_time(b), 1) for a, b in zip(self.events, self.events[1:])]
 
     def callback(self) -> Any:
         from transformers import TrainerCallback
@@ -164,6 +181,7 @@ class StepClock:
                 # H100 machine's 64 GB disk
                 control.should_save = False
                 step = state.global_step
+                clock._mark()
                 if step == clock.warmup:
                     clock._sync()
                     clock.start = time.perf_counter()
@@ -214,6 +232,18 @@ def kernel_breakdown(prof: Any, steps: int, wall_per_step: float) -> dict[str, f
     out["wall"] = round(wall_per_step * 1000, 1)
     out["gpu_idle"] = round(max(wall_per_step * 1000 - total, 0.0), 1)
     return out
+
+
+def top_kernels(prof: Any, steps: int, top: int = 25) -> dict[str, float]:
+    """The CUDA kernels with the most device time, ms per optimizer step: what the classes
+    above lump together (which elementwise kernels, which GEMMs)."""
+    rows = []
+    for evt in prof.key_averages():
+        us = getattr(evt, "self_device_time_total", 0) or getattr(evt, "self_cuda_time_total", 0)
+        if us and "cuda" in str(getattr(evt, "device_type", "")).lower():
+            rows.append((evt.key[:90], us / 1000 / steps))
+    rows.sort(key=lambda r: -r[1])
+    return {name: round(ms, 2) for name, ms in rows[:top]}
 
 
 def host_breakdown(prof: Any, steps: int, top: int = 12) -> dict[str, float]:
@@ -475,6 +505,9 @@ def run_mode(mode: str, args: argparse.Namespace) -> dict[str, Any]:
             clock.prof, profile_steps, seconds / args.steps
         )
         result["host_ms_per_step"] = host_breakdown(clock.prof, profile_steps)
+        result["top_kernels_ms_per_step"] = top_kernels(clock.prof, profile_steps)
+    if clock.events:
+        result["step_ms"] = clock.step_ms()
     return result
 
 
