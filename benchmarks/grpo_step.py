@@ -181,7 +181,7 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
     from datasets import Dataset
     from trl import GRPOTrainer
 
-    from shop_r1 import _compat, train_grpo, train_sft, trl_config
+    from shop_r1 import _compat, precision, train_grpo, train_sft, trl_config
     from shop_r1.autoconfig import decide, render_text
     from shop_r1.callbacks import BindPolicyCallback, SummaryCallback
     from shop_r1.config import GRPORunConfig
@@ -254,6 +254,7 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
     rewards = train_grpo.build_rewards(cfg)
     timer = step_timer(model)
     summary = SummaryCallback(shape, plan.seq_len, gpu_name=gpu_name, warmup_steps=args.warmup)
+    precision.apply(model, plan)  # as train_grpo.train does
     trainer = GRPOTrainer(
         model=model,
         args=trl_config.build(cfg, plan).validate(),

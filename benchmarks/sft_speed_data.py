@@ -167,7 +167,8 @@ class StepClock:
     def step_ms(self) -> list[float]:
         """Milliseconds between consecutive step ends (the first step has no start mark)."""
         self._sync()
-        return [round(a.elapsed_time(b), 1) for a, b in zip(self.events, self.events[1:])]
+        pairs = zip(self.events[:-1], self.events[1:], strict=True)
+        return [round(a.elapsed_time(b), 1) for a, b in pairs]
 
     def callback(self) -> Any:
         from transformers import TrainerCallback
@@ -434,12 +435,13 @@ def run_mode(mode: str, args: argparse.Namespace) -> dict[str, Any]:
             if plan.token_budget:
                 bins = f" bins of {plan.token_budget} tokens,"
         setup = (
-            f"{plan.attn_implementation}, {plan.master_weights} weights, mb {micro} x ga {ga},{bins}"
+            f"{plan.attn_implementation}, {plan.master_weights} weights, {plan.hidden_dtype} hidden, mb {micro} x ga {ga},{bins}"
             f" ckpt {plan.gradient_checkpointing}, padding_free {packed}, liger {plan.liger_kernel}"
         )
         est_kw = dict(
             dtype=plan.dtype,
             master_fp32=plan.master_weights == "fp32",
+            fp32_hidden=plan.hidden_dtype == "fp32",
             grad_checkpointing=plan.gradient_checkpointing,
             chunked_loss=plan.chunked_loss,
             fused_kernels=plan.liger_kernel,
@@ -524,6 +526,7 @@ def _bfd_capacity(plan: Any, shape: Any, longest: int) -> int:
             micro_batch=1,
             dtype=plan.dtype,
             master_fp32=plan.master_weights == "fp32",
+            fp32_hidden=plan.hidden_dtype == "fp32",
             chunked_loss=plan.chunked_loss,
             fused_kernels=plan.liger_kernel,
         ).total

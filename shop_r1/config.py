@@ -99,6 +99,12 @@ class _RunConfig:
         "bf16 (8 instead of 16-18 bytes/param; auto: bf16 unless the learning rate is too small "
         "for bf16 updates).",
     )
+    hidden_dtype: Literal["auto", "fp32", "bf16"] = _f(
+        "auto",
+        "With fp32 master weights under bf16 autocast: the dtype of the hidden states between "
+        "layers (auto: bf16, as a bf16 model keeps them; fp32: autocast's default, the "
+        "embedding's fp32 output carried through every residual add).",
+    )
     gradient_checkpointing: Switch = _f(
         "auto", "Recompute activations (auto: only if memory needs it)."
     )

@@ -128,6 +128,7 @@ def plan_section(
         bf16=plan.dtype == "bf16",
         fp16=plan.dtype == "fp16",
         master_fp32=plan.master_weights == "fp32",
+        fp32_hidden=plan.hidden_dtype == "fp32",
         # SFT: the configured limit and the longest row (the doctor warns when rows are
         # cut and sizes memory by the shorter); GRPO: prompt + completion tokens
         max_length=cfg.max_length if isinstance(cfg, SFTRunConfig) else plan.seq_len,

@@ -60,7 +60,7 @@ def train(
     from datasets import Dataset
     from trl import GRPOTrainer
 
-    from shop_r1 import trl_config
+    from shop_r1 import precision, trl_config
     from shop_r1.callbacks import BindPolicyCallback, NonFiniteGradGuard, SummaryCallback
     from shop_r1.watch import RolloutWatch
 
@@ -81,6 +81,7 @@ def train(
     dataset = Dataset.from_list(
         [{"prompt": r["prompt"], "gold_action": r["gold_action"]} for r in rows]
     )
+    precision.apply(model, plan)
     trainer = GRPOTrainer(
         model=model,
         args=args if args is not None else trl_config.build(cfg, plan).validate(),

@@ -43,10 +43,11 @@ def make_trainer(
     the `ShopSFTConfig` `train` already built and validated (None: built here)."""
     from trl import SFTTrainer
 
-    from shop_r1 import trl_config
+    from shop_r1 import precision, trl_config
 
     if plan.token_budget:
         _compat.quiet_single_bin_warning()
+    precision.apply(model, plan)
     trainer = SFTTrainer(
         model=model,
         args=args if args is not None else trl_config.build(cfg, plan).validate(),

@@ -223,6 +223,7 @@ def estimate_training_memory(
     shards: int = 1,
     fused_kernels: bool = False,
     explicit_mask: bool = False,
+    fp32_hidden: bool | None = None,
 ) -> MemoryEstimate:
     """Peak memory of one training step on one GPU.
 
@@ -238,6 +239,9 @@ def estimate_training_memory(
     dtype in every layer and keeps it for the backward pass, micro_batch x seq_len^2 x 2
     bytes a layer. Measured on the H100, 0.5B,
     one packed row of 21.5k tokens: +20.7 GiB (this term: +21.6).
+    fp32_hidden: the stream between layers is fp32 (default: with fp32 masters under
+    autocast, whose embedding output is fp32; False when the trainer casts it to the
+    compute dtype, shop_r1.precision).
     """
     if dtype not in _DTYPE_BYTES:
         raise ValueError(f"dtype: {dtype!r} is not one of {sorted(_DTYPE_BYTES)}")
@@ -245,6 +249,7 @@ def estimate_training_memory(
         raise ValueError(f"optimizer: {optimizer!r} is not one of {sorted(_OPTIMIZER_STATES)}")
     act_bytes = _DTYPE_BYTES[dtype]
     mixed = master_fp32 and dtype != "fp32"
+    fp32_stream = mixed if fp32_hidden is None else (fp32_hidden and dtype != "fp32")
     param_bytes = 4 if master_fp32 or dtype == "fp32" else act_bytes
     n = shape.params
     # autocast keeps a low-precision copy of each weight alive for the backward pass
@@ -255,12 +260,12 @@ def estimate_training_memory(
     optimizer_bytes = optimizer_bytes / shards
 
     tokens = seq_len * micro_batch
-    per_layer = tokens * _layer_bytes_per_token(shape, act_bytes, mixed, fused_kernels)
+    per_layer = tokens * _layer_bytes_per_token(shape, act_bytes, fp32_stream, fused_kernels)
     if attention == "eager":
         # bf16 scores + fp32 softmax, per head
         per_layer += micro_batch * shape.heads * seq_len * seq_len * (act_bytes + 4)
     if grad_checkpointing:
-        residual = 4 if mixed else act_bytes
+        residual = 4 if fp32_stream else act_bytes
         activations = shape.layers * tokens * shape.hidden * residual + per_layer
     else:
         activations = shape.layers * per_layer

@@ -72,6 +72,9 @@ class RunPlan(
     bf16: bool | None = None
     fp16: bool | None = None
     master_fp32: bool | None = None  # fp32 master weights with bf16/fp16 autocast
+    # with master_fp32: the hidden states between layers stay fp32 (autocast's default);
+    # False when the trainer casts them to the compute dtype. None: as master_fp32 says
+    fp32_hidden: bool | None = None
     max_length: int | None = None  # max tokens per sample
     # the trainer's predicted peak GPU memory per GPU (the colocate check reads it)
     predicted_peak_bytes: int | None = None

@@ -39,6 +39,7 @@ def _setup(facts: Facts) -> tuple[Any, dict[str, Any], int] | None:
         "micro_batch": facts.plan.per_device_train_batch_size or 1,
         "dtype": "fp16" if facts.plan.fp16 else "bf16" if facts.plan.bf16 is not False else "fp32",
         "master_fp32": facts.plan.master_fp32 is True,
+        "fp32_hidden": facts.plan.fp32_hidden,
         "grad_checkpointing": facts.plan.gradient_checkpointing is True,
         "chunked_loss": facts.plan.chunked_loss is True,
         "fused_kernels": facts.plan.use_liger_kernel is True,
