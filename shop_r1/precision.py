@@ -7,7 +7,7 @@ casts move twice the bytes a bf16 model moves. Casting the embedding's output to
 autocast's dtype gives the stream a bf16 model has (Megatron-LM's default too:
 `fp32_residual_connection` is off), while the weights, their gradients and AdamW's
 moments stay fp32. Measured on the H100, Qwen2.5-0.5B shape, real rows:
-benchmarks/results/h100_sft_bf16_stream_3602496/.
+benchmarks/results/h100_bf16_hidden_993be1b/.
 """
 
 from __future__ import annotations

@@ -110,3 +110,18 @@ def test_the_memory_model_counts_the_stream_it_is_told():
     # 8 bytes/token/hidden unit per layer less saved for the backward pass
     assert fp32.activations - bf16.activations == shape.layers * 16384 * 8 * shape.hidden
     assert (fp32.weights, fp32.optimizer) == (bf16.weights, bf16.optimizer)
+
+
+def test_grpo_sizes_its_micro_batch_as_with_the_fp32_stream():
+    # GRPO's estimate ran under its measured peak; counting the bf16 stream picked a
+    # micro batch that ran out of the H100's memory (1.5B, 64 completions of 256 tokens)
+    shape = KNOWN_SHAPES["1.5b"]
+    kw = dict(global_batch_size=64, num_generations=8, max_completion_length=256, use_vllm="off")
+    snap = machine_snapshot("h100-fa-vllm")
+    auto = decide(snap, GRPORunConfig(**kw), shape, seq_len=1450)
+    fp32 = decide(snap, GRPORunConfig(hidden_dtype="fp32", **kw), shape, seq_len=1450)
+    assert auto.hidden_dtype == "bf16" and fp32.hidden_dtype == "fp32"
+    assert (auto.micro_batch_size, auto.predicted_peak_bytes) == (
+        fp32.micro_batch_size,
+        fp32.predicted_peak_bytes,
+    )
