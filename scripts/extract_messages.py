@@ -23,7 +23,9 @@ is the escaped text with `.*?` there (kept out of the file: it doubles the size)
     python scripts/extract_messages.py --citations   # sourced / outside / unmatched signatures
 
 Without arguments: the installed packages of STACK; `--archive` adds wheels or sdists
-(`pip download --no-deps PKG==VERSION`), named by the archive's file name.
+(`pip download --no-deps PKG==VERSION`), named by the archive's file name. The layers
+above the core stack (peft, unsloth, unsloth_zoo, llamafactory, verl) are read from their
+wheels this way; a wheel's folders that hold another program are skipped (ARCHIVE_SKIP).
 """
 
 from __future__ import annotations
@@ -71,6 +73,10 @@ LIBRARIES = re.compile(
     r"|libnccl\.so[.\d]*|_C\.abi3\.so|cumem_allocator\.abi3\.so|_multiarray_umath[^/]*\.so"
     r"|flash_attn_2_cuda[^/]*\.so|ray/raylet/raylet|ray/gcs/gcs_server)$"
 )
+# Top-level folders of a wheel that are another program shipped alongside the library:
+# unsloth's wheel carries Unsloth Studio, a web app whose ~900 messages answer its own UI
+# (routes, auth, a llama.cpp server it downloads), not a training run that imports unsloth.
+ARCHIVE_SKIP = {"unsloth": ("studio/",)}
 LOG_METHODS = {"warning", "warn", "error", "critical", "fatal", "exception", "warning_once"}
 MIN_LITERAL = 12  # characters of fixed text a message needs to be told apart
 PLACEHOLDER = "{}"
@@ -405,6 +411,7 @@ def archive_files(path: Path) -> tuple[str, str, Iterator[tuple[str, bytes | mma
         raise SystemExit(f"{path}: not a wheel or sdist name (NAME-VERSION-...)")
     name = m.group("name").lower().replace("-", "_").replace(".", "_")
     wanted = re.compile(r"\.(?:py|cpp|cu|h|cuh|hpp)$")
+    skip = ARCHIVE_SKIP.get(name, ())
 
     def walk() -> Iterator[tuple[str, bytes | mmap.mmap]]:
         if path.suffix in (".whl", ".zip"):
@@ -412,6 +419,8 @@ def archive_files(path: Path) -> tuple[str, str, Iterator[tuple[str, bytes | mma
                 for info in sorted(zf.infolist(), key=lambda i: i.filename):
                     n = info.filename
                     if "/tests/" in f"/{n}" or not (wanted.search(n) or LIBRARIES.search(n)):
+                        continue
+                    if n.startswith(skip):
                         continue
                     if n.endswith((".cpp", ".cu", ".h", ".cuh", ".hpp")):
                         continue  # headers shipped in a wheel are third-party (cutlass, ...)

@@ -56,11 +56,20 @@ class FrameworkMessage:
     def read_by(self, pattern: re.Pattern[str], example: str) -> bool:
         """Does a signature (its pattern, its example line) read this message? Either the
         message, placeholders free, occurs in the example (whole, or its first part up to
-        a placeholder: `heads`), or the pattern finds its text in the message (a pattern
-        written for one fixed part of a longer message)."""
-        if self.regex.search(example) or pattern.search(self.text):
+        a placeholder: `heads`), or the pattern finds its text in the message as printed
+        (a pattern written for one fixed part of a longer message)."""
+        if self.regex.search(example) or any(pattern.search(t) for t in self.printed):
             return True
         return any(h.search(example) for h in self.heads)
+
+    @property
+    def printed(self) -> tuple[str, ...]:
+        """The text, and for a raise also as a traceback's last line shows it (its class in
+        front), so a signature that reads only raised errors (`^ImportError: ...`) can cite
+        the messages it reads."""
+        if self.kind.startswith("raise "):
+            return (self.text, f"{self.kind.removeprefix('raise ')}: {self.text}")
+        return (self.text,)
 
 
 def _regex(pieces: list[str]) -> re.Pattern[str]:

@@ -22,6 +22,7 @@ FAMILIES = (
     "tokenizer",
     "compiler",
     "numpy_abi",
+    "upper_layers",
     "user_bugs",
 )
 

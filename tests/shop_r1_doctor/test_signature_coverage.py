@@ -33,6 +33,10 @@ FAMILY_SIGNATURES = (
     "ray-object-store-exceeds-shm",
     "hf-offline-no-cache",
     "hf-token-missing",
+    "package-refuses-installed-version",
+    "required-package-not-installed-version-check",
+    "export-not-enough-disk",
+    "model-does-not-fit-gpu-unsloth",
 )
 
 
