@@ -208,7 +208,7 @@ def _choose_kernels(facts: Facts, cfg: _RunConfig, cuda: bool, plan: AutoPlan) -
         plan.liger_kernel, why = False, "no CUDA GPU: Liger's kernels are Triton (GPU) kernels"
     elif isinstance(cfg, GRPORunConfig):
         plan.liger_kernel = False
-        why = "GRPO is rollout-bound; not measured there (liger_kernel: on to try)"
+        why = "GRPO: not measured there yet (liger_kernel: on to try)"
     elif ok:
         version = facts.import_version("liger_kernel")
         plan.liger_kernel = True

@@ -11,6 +11,7 @@ headline = load_script("benchmarks/headline.py")
 
 RESULTS = ROOT / "benchmarks" / "results" / "h100_headline_5374f39"
 LATEST = ROOT / "benchmarks" / "results" / "h100_headline_8630732"
+BF16 = ROOT / "benchmarks" / "results" / "h100_bf16_hidden_993be1b"
 
 
 def _row(text: str, prefix: str) -> list[str]:
@@ -27,17 +28,24 @@ def test_grpo_rows_find_the_readme_figure_of_each_generation() -> None:
     # an older run beside today's figures: README / measured for seconds, > 1 is faster
     old = headline.compare(RESULTS / "grpo", "5374f39")
     assert _row(old, "GRPO 0.5b vllm colocate")[2:5] == ["3.77", "4.06", "1.08"]
+    big = headline.compare(BF16 / "grpo_1.5b_9239ed5", "9239ed5")
+    assert _row(big, "GRPO 1.5b transformers")[2:5] == ["16.43", "16.43", "1.00"]
+    assert "vLLM / transformers per step: 2.16x" in big
 
 
 def test_sft_rows_print_the_speedup_over_trl_defaults() -> None:
     text = headline.compare(RESULTS, "5374f39")
-    assert _row(text, "SFT 1.5b auto-packed")[2:5] == ["40,432", "40432", "1.00"]
+    assert _row(text, "SFT 1.5b auto-packed")[2:5] == ["40,432", "45674", "0.89"]
     assert "auto-packed / trl-default: 4.13x, real MFU 43.4%" in text
+    now = headline.compare(BF16 / "headline_993be1b", "993be1b")
+    assert _row(now, "SFT 0.5b auto-packed")[2:5] == ["123,541", "123541", "1.00"]
+    assert "auto-packed / trl-default: 7.47x, real MFU 43.1%" in now
+    assert "auto-packed / trl-default: 4.83x, real MFU 49.0%" in now
     warm = headline.compare(LATEST / "warm", "8630732")
-    assert _row(warm, "SFT 0.5b auto-packed")[2:5] == ["113,298", "113298", "1.00"]
+    assert _row(warm, "SFT 0.5b auto-packed")[2:5] == ["113,298", "123541", "0.92"]
     assert "auto-packed / trl-default: 6.86x, real MFU 39.6%" in warm
     cold = headline.compare(LATEST / "cold", "8630732")
-    assert _row(cold, "SFT 0.5b auto-packed")[2:5] == ["88,707", "113298", "0.78"]
+    assert _row(cold, "SFT 0.5b auto-packed")[2:5] == ["88,707", "123541", "0.72"]
 
 
 def _commands(monkeypatch, tmp_path, *argv: str) -> list[list[str]]:

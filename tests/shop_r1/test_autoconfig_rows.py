@@ -347,7 +347,8 @@ def test_dtype_rows(case, facts, cuda, cfg, dtype, masters, optim):
     plan = AutoPlan()
     _choose_dtype(Facts(facts), SFTRunConfig(**cfg), cuda, plan)
     assert (plan.dtype, plan.master_weights, plan.optim) == (dtype[0], masters[0], optim[0])
-    assert plan.decisions == [
+    # hidden_dtype follows master_weights where there is a choice (test_precision.py)
+    assert [d for d in plan.decisions if d.setting != "hidden_dtype"] == [
         Decision("dtype", *dtype),
         Decision("master_weights", *masters),
         Decision("optim", *optim),
@@ -402,7 +403,7 @@ KERNEL_ROWS = [
         GRPORunConfig,
         "auto",
         False,
-        "GRPO is rollout-bound; not measured there (liger_kernel: on to try)",
+        "GRPO: not measured there yet (liger_kernel: on to try)",
     ),
     (
         "SFT, imports, version known",
