@@ -85,7 +85,9 @@ def measure(args: argparse.Namespace, out: Path) -> dict[str, Any]:
             # per shape class on first use and caches them on disk, and on a fresh machine
             # those compiles fell inside the timed steps (0.5B auto measured 88.7k tok/s
             # cold, 113.3k on the next run; benchmarks/results/h100_headline_8630732/).
-            # Users pay that once per machine, not per step.
+            # Step by step, the cold run differs only in the first step that meets a new
+            # shape class (~450 ms more; h100_bf16_hidden_993be1b/cold_start_3602496/):
+            # users pay that once per machine, not per step.
             status[f"warm_{shape}"] = _run(
                 [
                     py,
