@@ -25,7 +25,11 @@ vocabulary (151,936 ids) is larger than the benchmark's tokenizer (4,000), so vL
 asked not to detokenize (ids past the tokenizer decode to nothing, as in transformers).
 
     python benchmarks/grpo_step.py --model-shape 0.5b --steps 5 --generation vllm,transformers
+    python benchmarks/grpo_step.py --model-shape 1.5b --steps 8 --generation vllm,vllm:liger_kernel=on
     python benchmarks/grpo_step.py --model-shape tiny --steps 3      # CPU smoke test
+
+`BACKEND:KEY=VALUE` runs that backend with run-config settings on top (what `--set` gives
+`train grpo`), beside the others in the same call: a variant and its baseline side by side.
 """
 
 from __future__ import annotations
@@ -210,7 +214,9 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
     # (fp32 weights + Adam state) per child, and the second child of a side-by-side run
     # died in torch.save on the H100's full disk. Nothing here is kept.
     atexit.register(shutil.rmtree, out, True)
-    cfg = GRPORunConfig(
+    from shop_r1.config import parse_set
+
+    values: dict[str, Any] = dict(
         model=str(Path(out) / "init"),
         data="synthetic",
         output_dir=out,
@@ -226,6 +232,9 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
         logging_steps=1,
         save_steps=10**6,
     )
+    # BACKEND:KEY=VALUE: run-config settings on top, as `--set` gives them to `train grpo`
+    settings = parse_set(args.set, GRPORunConfig)
+    cfg = GRPORunConfig(**{**values, **settings})
     prompt_len = longest_row_tokens(rows, tokenizer)
     plan = decide(
         _snapshot(cfg),
@@ -281,8 +290,10 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
     timed = timer.steps[args.warmup :]
     step_s = sum(s["step_s"] for s in timed)
     gen_s = sum(s["generate_s"] for s in timed)
+    label = "vllm colocate" if plan.use_vllm else "transformers"
     return {
-        "generation": "vllm colocate" if plan.use_vllm else "transformers",
+        "generation": ":".join([label, *args.set]),
+        "settings": settings,
         "model_shape": args.model_shape,
         "device": gpu_name or "cpu",
         "setup_s": round(started - args.t0, 1),
@@ -291,6 +302,8 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
             "attn_implementation": plan.attn_implementation,
             "dtype": plan.dtype,
             "master_weights": plan.master_weights,
+            "hidden_dtype": plan.hidden_dtype,
+            "liger_kernel": plan.liger_kernel,
             "micro_batch_size": plan.micro_batch_size,
             "gradient_accumulation_steps": plan.gradient_accumulation_steps,
             "gradient_checkpointing": plan.gradient_checkpointing,
@@ -386,18 +399,20 @@ def print_comparison(results: list[dict[str, Any]]) -> None:
 def run_several(args: argparse.Namespace, backends: list[str]) -> list[dict[str, Any]]:
     """Each backend in its own child (vLLM holds its GPU share until the process ends)."""
     results = []
-    for backend in backends:
+    for label in backends:
+        backend, *settings = label.split(":")
         out = Path(tempfile.mkdtemp(prefix="grpo_step_cmp_")) / f"{backend}.json"
         cmd = [sys.executable, __file__, "--generation", backend, "--json-out", str(out)]
+        cmd += [f"--set={item}" for item in settings]
         for name in ("model_shape", "steps", "warmup", "global_batch", "num_generations"):
             cmd += [f"--{name.replace('_', '-')}", str(getattr(args, name))]
         cmd += ["--max-completion-length", str(args.max_completion_length)]
         cmd += ["--prompt-tokens", str(args.prompt_tokens), "--beta", str(args.beta)]
         shown = [os.path.relpath(__file__), *cmd[2:]]  # a log names no path of this machine
-        print(f"\n=== {backend}: {' '.join(shown)}", flush=True)
+        print(f"\n=== {label}: {' '.join(shown)}", flush=True)
         proc = subprocess.run(cmd, env=os.environ.copy(), check=False)
         if proc.returncode != 0 or not out.is_file():
-            print(f"=== {backend}: FAILED (exit {proc.returncode})", flush=True)
+            print(f"=== {label}: FAILED (exit {proc.returncode})", flush=True)
             continue
         results.append(json.loads(out.read_text(encoding="utf-8")))
     return results
@@ -420,13 +435,27 @@ def main() -> None:
     ap.add_argument(
         "--generation",
         default="transformers",
-        help="transformers, vllm (colocated), or both comma-separated: run side by side",
+        help="transformers, vllm (colocated), or several comma-separated, run side by side; "
+        "BACKEND:KEY=VALUE[:KEY=VALUE] adds run-config settings to that one (e.g. "
+        "vllm,vllm:liger_kernel=on)",
     )
+    ap.add_argument("--set", action="append", default=[], help=argparse.SUPPRESS)
     args = ap.parse_args()
     args.t0 = t0
     backends = [b.strip() for b in args.generation.split(",") if b.strip()]
-    if not backends or set(backends) - {"transformers", "vllm"}:
+    if not backends or {b.split(":")[0] for b in backends} - {"transformers", "vllm"}:
         ap.error("--generation: transformers, vllm, or both comma-separated")
+    from shop_r1.config import GRPORunConfig, parse_set
+    from shop_r1_doctor.errors import ToolError
+
+    for label in backends:
+        try:
+            parse_set([*args.set, *label.split(":")[1:]], GRPORunConfig)
+        except ToolError as e:
+            ap.error(f"--generation {label}: {e}")
+    if len(backends) == 1 and ":" in backends[0]:
+        backend, *settings = backends[0].split(":")
+        backends, args.set = [backend], [*args.set, *settings]
     tiny = args.model_shape == "tiny"
     # paper-shaped defaults on a GPU (64 = 8 prompts x 8); a seconds-long smoke run on CPU
     for name, gpu, cpu in [

@@ -38,6 +38,28 @@ def test_grpo_step_runs_and_leaves_nothing_behind(tmp_path):
     assert not [p for p in tmp_path.iterdir() if p.name.startswith("grpo_step_")]
 
 
+def test_grpo_step_runs_a_variant_beside_its_baseline(tmp_path):
+    # BACKEND:KEY=VALUE: the same backend with a run-config setting on top, one child each
+    results = _bench(
+        [
+            "grpo_step.py",
+            "--model-shape",
+            "tiny",
+            "--steps",
+            "2",
+            "--generation",
+            "transformers,transformers:temperature=0.9:hidden_dtype=fp32",
+        ],
+        tmp_path,
+    )
+    assert [r["generation"] for r in results] == [
+        "transformers",
+        "transformers:temperature=0.9:hidden_dtype=fp32",
+    ]
+    assert results[0]["settings"] == {}
+    assert results[1]["settings"] == {"temperature": 0.9, "hidden_dtype": "fp32"}
+
+
 def test_sft_speed_runs_on_real_rows(tmp_path):
     sessions = tmp_path / "s.jsonl"
     subprocess.run(
