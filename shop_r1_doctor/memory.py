@@ -249,7 +249,9 @@ def estimate_training_memory(
         raise ValueError(f"optimizer: {optimizer!r} is not one of {sorted(_OPTIMIZER_STATES)}")
     act_bytes = _DTYPE_BYTES[dtype]
     mixed = master_fp32 and dtype != "fp32"
-    fp32_stream = mixed if fp32_hidden is None else (fp32_hidden and dtype != "fp32")
+    # only fp32 masters under autocast carry an fp32 stream (pure low-precision weights
+    # make a low-precision one whatever the caller says)
+    fp32_stream = mixed and fp32_hidden is not False
     param_bytes = 4 if master_fp32 or dtype == "fp32" else act_bytes
     n = shape.params
     # autocast keeps a low-precision copy of each weight alive for the backward pass

@@ -110,6 +110,11 @@ def test_the_memory_model_counts_the_stream_it_is_told():
     # 8 bytes/token/hidden unit per layer less saved for the backward pass
     assert fp32.activations - bf16.activations == shape.layers * 16384 * 8 * shape.hidden
     assert (fp32.weights, fp32.optimizer) == (bf16.weights, bf16.optimizer)
+    # pure bf16 weights have a bf16 stream whatever the caller says
+    pure = dict(kw, master_fp32=False)
+    assert estimate_training_memory(shape, fp32_hidden=True, **pure) == (
+        estimate_training_memory(shape, **pure)
+    )
 
 
 def test_grpo_sizes_its_micro_batch_as_with_the_fp32_stream():
