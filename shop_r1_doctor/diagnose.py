@@ -73,6 +73,13 @@ def sort_findings(findings: list[Finding]) -> list[Finding]:
     return sorted(unique, key=lambda f: SEVERITIES.index(f.severity))
 
 
+# One diagnosis at a time: the warm-up thread's and the caller's would otherwise build the
+# same knowledge at once, and msgspec building a type's decoder in two threads at once
+# crashed the interpreter (SIGSEGV in `doctor --fast`, about 1 run in 6: the probes were
+# done before the warm-up). Waiting costs nothing: the caller needs that knowledge anyway.
+_ONE_AT_A_TIME = threading.RLock()
+
+
 def warm_up() -> threading.Thread:
     """Load the checks' YAML knowledge in a background thread while probes run.
 
@@ -91,6 +98,11 @@ def warm_up() -> threading.Thread:
 
 
 def diagnose(snapshot: dict[str, Any]) -> Diagnosis:
+    with _ONE_AT_A_TIME:
+        return _diagnose(snapshot)
+
+
+def _diagnose(snapshot: dict[str, Any]) -> Diagnosis:
     # Imported here: the checks load their YAML knowledge, which `--help` never needs.
     from shop_r1_doctor.checks import run_checks
     from shop_r1_doctor.fixplan import build_fix_plan, settle_deviations
