@@ -34,6 +34,6 @@ def cast_hidden_states_to_autocast(model: Any) -> Any:
 
 def apply(model: Any, plan: Any) -> Any:
     """The plan's `hidden_dtype` on `model` (a no-op unless the plan asks for the cast)."""
-    if plan.hidden_dtype == plan.dtype and plan.master_weights == "fp32" and plan.dtype != "fp32":
+    if plan.master_weights == "fp32" and plan.hidden_dtype != "fp32":
         return cast_hidden_states_to_autocast(model)
     return None

@@ -74,6 +74,27 @@ class Unavailable(Exception):
     """This machine cannot build what the case needs (no compiler, no wheel): skip it."""
 
 
+def download_wheel(spec: str, dest: Path) -> Path:
+    """`NAME==VERSION`'s wheel for this Python in `dest` (pip download --no-deps, once);
+    Unavailable, with pip's last line, where the index cannot give one."""
+    name, version = spec.split("==")
+    found = sorted(dest.glob(f"{name}-{version}-*.whl"))
+    if found:
+        return found[0]
+    dest.mkdir(parents=True, exist_ok=True)
+    argv = [sys.executable, "-m", "pip", "download", "--no-deps", "--only-binary=:all:"]
+    argv += ["--disable-pip-version-check", "-q", spec, "-d", str(dest)]
+    try:
+        proc = subprocess.run(argv, capture_output=True, text=True, check=False, timeout=180)
+    except subprocess.TimeoutExpired:
+        raise Unavailable(f"pip download {spec} took over 180 s") from None
+    found = sorted(dest.glob(f"{name}-{version}-*.whl"))
+    if proc.returncode != 0 or not found:
+        last = (proc.stderr.strip().splitlines() or ["no wheel for this Python"])[-1]
+        raise Unavailable(f"pip could not download {spec}: {last}")
+    return found[0]
+
+
 def default_cache() -> Path:
     return Path(tempfile.gettempdir()) / "shop-r1-fault-cache"
 

@@ -15,7 +15,7 @@ import sysconfig
 import zipfile
 from pathlib import Path
 
-from .case import FaultCase, Unavailable, drive
+from .case import FaultCase, Unavailable, download_wheel, drive
 
 FAMILY = "numpy_abi"
 NUMPY1 = "1.26.4"
@@ -74,7 +74,7 @@ def prepare(cache: Path) -> dict[str, str]:
     if not (Path(include_py) / "Python.h").exists():
         raise Unavailable(f"no Python.h in {include_py} (the Python development headers)")
     out.mkdir(parents=True, exist_ok=True)
-    wheel = _download_numpy1(out)
+    wheel = download_wheel(f"numpy=={NUMPY1}", out)
     headers = out / "numpy1-include"
     with zipfile.ZipFile(wheel) as zf:
         for name in zf.namelist():
@@ -89,23 +89,6 @@ def prepare(cache: Path) -> dict[str, str]:
         last = (proc.stderr.strip().splitlines() or ["no output"])[-1]
         raise Unavailable(f"{cc} could not build the NumPy 1 extension: {last}")
     return {ENV: str(out)}
-
-
-def _download_numpy1(dest: Path) -> Path:
-    found = sorted(dest.glob(f"numpy-{NUMPY1}-*.whl"))
-    if found:
-        return found[0]
-    argv = [sys.executable, "-m", "pip", "download", "--no-deps", "--only-binary=:all:"]
-    argv += ["--disable-pip-version-check", "-q", f"numpy=={NUMPY1}", "-d", str(dest)]
-    try:
-        proc = subprocess.run(argv, capture_output=True, text=True, check=False, timeout=180)
-    except subprocess.TimeoutExpired:
-        raise Unavailable(f"pip download numpy=={NUMPY1} took over 180 s") from None
-    found = sorted(dest.glob(f"numpy-{NUMPY1}-*.whl"))
-    if proc.returncode != 0 or not found:
-        last = (proc.stderr.strip().splitlines() or ["no wheel for this Python"])[-1]
-        raise Unavailable(f"pip could not download numpy=={NUMPY1}: {last}")
-    return found[0]
 
 
 def numpy1_extension(work: Path) -> None:

@@ -23,6 +23,7 @@ FAMILIES = (
     "compiler",
     "numpy_abi",
     "upper_layers",
+    "proxy",
     "user_bugs",
 )
 

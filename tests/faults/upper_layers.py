@@ -12,12 +12,11 @@ installed transformers is newer. Without the wheels the case cannot be caused
 from __future__ import annotations
 
 import os
-import subprocess
 import sys
 import zipfile
 from pathlib import Path
 
-from .case import FaultCase, Unavailable, drive
+from .case import FaultCase, download_wheel, drive
 
 FAMILY = "upper_layers"
 WHEELS = ("llamafactory==0.9.5", "peft==0.21.2")
@@ -41,29 +40,10 @@ def prepare(cache: Path) -> dict[str, str]:
         name, version = spec.split("==")
         out = cache / f"{name}-{version}"
         if not (out / name).is_dir():
-            with zipfile.ZipFile(_download(spec, cache)) as zf:
+            with zipfile.ZipFile(download_wheel(spec, cache)) as zf:
                 zf.extractall(out)
         dirs.append(str(out))
     return {ENV: os.pathsep.join(dirs)}
-
-
-def _download(spec: str, dest: Path) -> Path:
-    name, version = spec.split("==")
-    found = sorted(dest.glob(f"{name}-{version}-*.whl"))
-    if found:
-        return found[0]
-    dest.mkdir(parents=True, exist_ok=True)
-    argv = [sys.executable, "-m", "pip", "download", "--no-deps", "--only-binary=:all:"]
-    argv += ["--disable-pip-version-check", "-q", spec, "-d", str(dest)]
-    try:
-        proc = subprocess.run(argv, capture_output=True, text=True, check=False, timeout=180)
-    except subprocess.TimeoutExpired:
-        raise Unavailable(f"pip download {spec} took over 180 s") from None
-    found = sorted(dest.glob(f"{name}-{version}-*.whl"))
-    if proc.returncode != 0 or not found:
-        last = (proc.stderr.strip().splitlines() or ["no wheel"])[-1]
-        raise Unavailable(f"pip could not download {spec}: {last}")
-    return found[0]
 
 
 def llamafactory_transformers_out_of_range(work: Path) -> None:
