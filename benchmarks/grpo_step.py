@@ -278,7 +278,7 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
             timer,
         ],
     )
-    _compat.guard_padded_logps(trainer)  # as train_grpo.train does
+    train_grpo.prepare(trainer, plan)  # as train_grpo.train does
     if plan.use_vllm:
         time_vllm_generation(trainer, model)
     time_nograd_logps(trainer, model)
@@ -304,6 +304,8 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
             "master_weights": plan.master_weights,
             "hidden_dtype": plan.hidden_dtype,
             "liger_kernel": plan.liger_kernel,
+            "reference_dtype": plan.reference_dtype,
+            "trim_padding": plan.trim_padding,
             "micro_batch_size": plan.micro_batch_size,
             "gradient_accumulation_steps": plan.gradient_accumulation_steps,
             "gradient_checkpointing": plan.gradient_checkpointing,

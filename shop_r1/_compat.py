@@ -240,6 +240,81 @@ def guard_padded_logps(trainer: Any) -> bool:
     return True
 
 
+def trim_left_padding(trainer: Any) -> bool:
+    """Score each chunk of a GRPO batch without the padding columns none of its rows uses.
+
+    TRL 1.16 (seen in 1.16.0) left-pads every prompt of a rollout to the rollout's
+    longest and runs `_get_per_token_logps_and_entropies` over chunks of the micro batch
+    size at that full width: the reference and old-policy passes score each chunk of
+    rows that share one prompt, and the training pass a shuffled micro batch, at the
+    longest prompt's length. Cutting a chunk's leading all-padding columns removes work
+    only: padding is masked from every real token, and the real tokens' positions all
+    shift by the same amount, which leaves RoPE's query-key products unchanged (equal
+    log-probs up to rounding: tests/shop_r1/test_grpo_trim_padding.py). The scored
+    completion columns are never cut.
+
+    Text-only: a chunk with image inputs or an MoE auxiliary loss goes to TRL unchanged.
+    Gated like `guard_padded_logps` (`PADDED_LOGPS`); returns whether it was applied."""
+    import torch
+
+    why_not = PADDED_LOGPS.why_not()
+    if why_not is not None:
+        warnings.warn(
+            f"shop-r1: GRPO padding trim not applied: {why_not}", RuntimeWarning, stacklevel=2
+        )
+        return False
+    inner = trainer._get_per_token_logps_and_entropies
+
+    def trimmed(
+        model: Any,
+        input_ids: Any,
+        attention_mask: Any,
+        logits_to_keep: int,
+        batch_size: int | None = None,
+        compute_entropy: bool = False,
+        compute_aux_loss: bool = False,
+        **kw: Any,
+    ) -> Any:
+        if compute_aux_loss or any(v is not None for v in kw.values()):
+            return inner(
+                model,
+                input_ids,
+                attention_mask,
+                logits_to_keep,
+                batch_size=batch_size,
+                compute_entropy=compute_entropy,
+                compute_aux_loss=compute_aux_loss,
+                **kw,
+            )
+        rows, width = input_ids.shape
+        size = batch_size or rows
+        starts = range(0, rows, size)
+        used = torch.stack([attention_mask[a : a + size].any(dim=0) for a in starts])
+        # first used column of each chunk (none used: all of it is padding), read in one
+        # transfer; never into the scored tail or the column that predicts its first token
+        first_used = torch.where(used.any(dim=1), used.int().argmax(dim=1), width)
+        firsts = first_used.clamp(min=0, max=max(width - logits_to_keep - 1, 0)).tolist()
+        logps, entropies = [], []
+        for a, first in zip(starts, firsts, strict=True):
+            lp, ent, _ = inner(
+                model,
+                input_ids[a : a + size, first:],
+                attention_mask[a : a + size, first:],
+                logits_to_keep,
+                compute_entropy=compute_entropy,
+            )
+            logps.append(lp)
+            entropies.append(ent)
+        return (
+            torch.cat(logps, dim=0),
+            torch.cat(entropies, dim=0) if compute_entropy else None,
+            None,
+        )
+
+    trainer._get_per_token_logps_and_entropies = trimmed
+    return True
+
+
 def guard_sdpa_padded_rows() -> None:
     """Keep SDPA's backward finite for left-padded batches.
 

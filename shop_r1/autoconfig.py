@@ -77,6 +77,9 @@ class AutoPlan:
     use_vllm: bool = False
     vllm_mode: Literal["server", "colocate"] | None = None
     vllm_gpu_memory_utilization: float | None = None
+    # the frozen reference model's dtype (None: beta 0, no reference model)
+    reference_dtype: str | None = None
+    trim_padding: bool = False
     decisions: list[Decision] = field(default_factory=list)
 
     def note(self, setting: str, value: Any, reason: str) -> None:
@@ -673,8 +676,9 @@ def _decide_grpo(
         plan.vllm_gpu_memory_utilization = frac
         plan.note("vllm_gpu_memory_utilization", frac, vwhy)
         reserved = int(frac * gpu_bytes)
-    if cfg.beta > 0:
-        reserved += shape.params * (2 if plan.dtype != "fp32" else 4)  # frozen reference model
+    _choose_reference(cfg, plan)
+    if plan.reference_dtype is not None:
+        reserved += shape.params * (4 if plan.reference_dtype == "fp32" else 2)
     _choose_batch(
         cfg,
         shape,
@@ -694,6 +698,38 @@ def _decide_grpo(
         gen = fixed
     plan.generation_batch_size = gen
     plan.note("generation_batch_size", gen, why)
+    if cfg.trim_padding != "auto":
+        plan.trim_padding, why = cfg.trim_padding == "on", "set in the config"
+    else:
+        plan.trim_padding = True
+        why = (
+            "prompts are left-padded to the rollout's longest: each micro batch is scored "
+            "from its own longest (positions shift together, RoPE scores are unchanged)"
+        )
+    plan.note("trim_padding", plan.trim_padding, why)
+
+
+def _choose_reference(cfg: GRPORunConfig, plan: AutoPlan) -> None:
+    """TRL loads the reference model like the policy: in fp32 when the policy holds fp32
+    masters. It is frozen and only read under autocast, which casts its weights to the
+    compute dtype at every forward, so a copy in that dtype gives the same products with
+    half the memory and no casts."""
+    if cfg.beta <= 0:
+        plan.reference_dtype = None
+        return
+    if cfg.reference_dtype != "auto":
+        plan.reference_dtype, why = cfg.reference_dtype, "set in the config"
+    elif plan.dtype == "fp32":
+        plan.reference_dtype, why = "fp32", "fp32 compute"
+    elif plan.master_weights == "fp32":
+        plan.reference_dtype = plan.dtype
+        why = (
+            f"frozen, read under {plan.dtype} autocast only: {plan.dtype} weights instead of "
+            "fp32 copies cast down at every forward (half the memory)"
+        )
+    else:
+        plan.reference_dtype, why = plan.dtype, f"as the policy ({plan.dtype} weights)"
+    plan.note("reference_dtype", plan.reference_dtype, why)
 
 
 def render_table(plan: AutoPlan, title: str = "auto-configuration") -> Any:

@@ -256,6 +256,17 @@ class GRPORunConfig(_RunConfig):
         "alpha, weight of the rationale self-certainty reward (paper: 0.005; 0 = off, "
         "see GRPO_SELF_CERTAINTY_GROUP_SCALED).",
     )
+    reference_dtype: Literal["auto", "fp32", "bf16"] = _f(
+        "auto",
+        "dtype of the frozen reference model (beta > 0) (auto: the compute dtype under "
+        "autocast, which casts its weights down at every forward anyway; TRL loads it like "
+        "the policy, fp32 with fp32 master weights).",
+    )
+    trim_padding: Switch = _f(
+        "auto",
+        "Score each micro batch without the prompt padding none of its rows needs (TRL pads "
+        "every prompt to the rollout's longest; auto: on).",
+    )
     use_vllm: Switch = _f("auto", "Generate with vLLM (auto: when it is installed and healthy).")
     vllm_mode: Literal["auto", "colocate", "server"] = _f(
         "auto", "colocate on the training GPU (one GPU) or a server on its own GPUs."

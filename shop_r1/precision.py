@@ -37,3 +37,29 @@ def apply(model: Any, plan: Any) -> Any:
     if plan.master_weights == "fp32" and plan.hidden_dtype != "fp32":
         return cast_hidden_states_to_autocast(model)
     return None
+
+
+_TORCH_DTYPES = {"bf16": "bfloat16", "fp16": "float16", "fp32": "float32"}
+
+
+def cast_reference(trainer: Any, plan: Any) -> str | None:
+    """The plan's `reference_dtype` on the trainer's frozen reference model, in place.
+
+    Left as TRL made it where a cast would undo TRL's own layout: a reference sharded by
+    DeepSpeed or FSDP (the engine owns its parameters) or one whose LM head TRL keeps in
+    fp32 (`cast_lm_head_to_fp32`). Returns None when cast (or nothing to do), else why not."""
+    import torch
+
+    ref = getattr(trainer, "ref_model", None)
+    if ref is None or plan.reference_dtype is None:
+        return None
+    dtype = getattr(torch, _TORCH_DTYPES[plan.reference_dtype])
+    if getattr(trainer, "is_deepspeed_enabled", False) or getattr(
+        trainer, "is_fsdp_enabled", False
+    ):
+        return "the reference model is sharded by DeepSpeed/FSDP"
+    if getattr(trainer.args, "cast_lm_head_to_fp32", False):
+        return "cast_lm_head_to_fp32 keeps its LM head in fp32"
+    if any(p.dtype != dtype for p in ref.parameters()):
+        ref.to(dtype)
+    return None

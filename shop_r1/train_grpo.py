@@ -42,6 +42,26 @@ def build_rewards(cfg: GRPORunConfig) -> list[Any]:
     return funcs
 
 
+def prepare(trainer: Any, plan: AutoPlan) -> None:
+    """What the plan changes on a built `GRPOTrainer` (train and the benchmark alike):
+    the reference model's dtype, the padding trim, then the padded-logps guard around
+    whatever scores the tokens."""
+    import warnings
+
+    from shop_r1 import precision
+
+    why_not = precision.cast_reference(trainer, plan)
+    if why_not is not None:
+        warnings.warn(
+            f"shop-r1: reference model left in its loaded dtype: {why_not}",
+            RuntimeWarning,
+            stacklevel=2,
+        )
+    if plan.trim_padding:
+        _compat.trim_left_padding(trainer)
+    _compat.guard_padded_logps(trainer)
+
+
 def train(
     cfg: GRPORunConfig,
     plan: AutoPlan,
@@ -90,7 +110,7 @@ def train(
         processing_class=tokenizer,
         callbacks=[BindPolicyCallback(needs_policy, tokenizer), summary, guard, watch],
     )
-    _compat.guard_padded_logps(trainer)
+    prepare(trainer, plan)
     trainer.train(resume_from_checkpoint=last_checkpoint(cfg.output_dir) if resume else None)
     trainer.save_model(cfg.output_dir)
     tokenizer.save_pretrained(cfg.output_dir)

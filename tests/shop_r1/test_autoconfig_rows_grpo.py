@@ -255,6 +255,41 @@ def test_grpo_reserved_memory_vllm_share_and_reference_model():
         == est(4, False, seq=512, loss_tokens=4 * 256, dtype="fp32", master_fp32=True)
         + 4 * SHAPE.params
     )
+    # an fp32 reference asked for under bf16 autocast: 4 bytes/param reserved
+    plan = grpo(facts, reference_dtype="fp32", **fixed)
+    assert plan.predicted_peak_bytes == training + int(0.25 * 80 * GIB) + 4 * SHAPE.params
+
+
+FROZEN = (
+    "frozen, read under bf16 autocast only: bf16 weights instead of fp32 copies cast down at "
+    "every forward (half the memory)"
+)
+# (case, config, reference_dtype, reason or None when no row is written)
+REFERENCE_ROWS = [
+    ("fp32 masters under bf16 autocast", {}, "bf16", FROZEN),
+    ("pure bf16 policy", {"learning_rate": 1e-4}, "bf16", "as the policy (bf16 weights)"),
+    ("fp32 compute", {"dtype": "fp32"}, "fp32", "fp32 compute"),
+    ("set in the config", {"reference_dtype": "fp32"}, "fp32", "set in the config"),
+    ("beta 0: no reference model", {"beta": 0.0}, None, None),
+]
+
+
+@pytest.mark.parametrize(
+    ("case", "cfg", "value", "reason"), REFERENCE_ROWS, ids=[r[0] for r in REFERENCE_ROWS]
+)
+def test_grpo_reference_dtype_rows(case, cfg, value, reason):
+    plan = grpo(snap(), **cfg)
+    assert plan.reference_dtype == value
+    if reason is None:
+        assert "reference_dtype" not in notes(plan)
+    else:
+        assert notes(plan)["reference_dtype"] == (value, reason)
+
+
+def test_grpo_trim_padding_rows():
+    assert notes(grpo(snap()))["trim_padding"][0] is True
+    plan = grpo(snap(), trim_padding="off")
+    assert (plan.trim_padding, notes(plan)["trim_padding"]) == (False, (False, "set in the config"))
 
 
 # (case, processes, global batch, generations, generation batch, micro batch, expected, reason)
@@ -368,10 +403,12 @@ def test_grpo_on_the_cpu_end_to_end():
         "dataloader_num_workers",
         "logging_nan_inf_filter",
         "use_vllm",
+        "reference_dtype",
         "micro_batch_size",
         "gradient_accumulation_steps",
         "gradient_checkpointing",
         "generation_batch_size",
+        "trim_padding",
     ]
 
 
