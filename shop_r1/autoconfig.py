@@ -209,15 +209,17 @@ def _choose_kernels(facts: Facts, cfg: _RunConfig, cuda: bool, plan: AutoPlan) -
         plan.liger_kernel, why = cfg.liger_kernel == "on", "set in the config"
     elif not cuda:
         plan.liger_kernel, why = False, "no CUDA GPU: Liger's kernels are Triton (GPU) kernels"
-    elif isinstance(cfg, GRPORunConfig):
-        plan.liger_kernel = False
-        why = "GRPO: not measured there yet (liger_kernel: on to try)"
     elif ok:
         version = facts.import_version("liger_kernel")
         plan.liger_kernel = True
+        gain = (
+            "GRPO step 1.34x at 1.5B with vLLM (less memory: micro batch 8 fits)"
+            if isinstance(cfg, GRPORunConfig)
+            else "+13% (fp32 masters) to +36% (bf16) tokens/s on 0.5B"
+        )
         why = (
             f"liger-kernel{f' {version}' if version else ''} imports: fused RMSNorm/SwiGLU/"
-            "RoPE, +13% (fp32 masters) to +36% (bf16) tokens/s on 0.5B, H100"
+            f"RoPE, {gain}, H100"
         )
     elif facts.installed("liger-kernel") and ok is False:
         plan.liger_kernel = False

