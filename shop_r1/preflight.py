@@ -88,16 +88,25 @@ def live_snapshot(cfg: _RunConfig | None = None, output_dir: str | None = None) 
     the free disk under `output_dir` for the doctor's checkpoint check.
 
     Liger's import (~19 s on the H100) and vLLM's (~16 s) are asked for only when the plan
-    may use them: SFT with liger_kernel auto/on, GRPO with use_vllm auto/on
-    (auto-configuration turns them on when they import)."""
+    may use them: liger_kernel auto/on, GRPO with use_vllm auto/on (auto-configuration
+    turns them on when they import)."""
     from shop_r1_doctor.api import collect_snapshot
 
-    want: tuple[str, ...] = ()
-    if isinstance(cfg, SFTRunConfig) and cfg.liger_kernel != "off":
-        want = ("liger_kernel",)
+    return collect_snapshot(
+        fast=False, timeout=60.0, output_dir=output_dir, want_imports=wanted_imports(cfg)
+    )
+
+
+def wanted_imports(cfg: _RunConfig | None) -> tuple[str, ...]:
+    """The optional imports the plan for `cfg` decides on. A snapshot without one plans
+    as if it failed: GRPO on the H100 planned `liger_kernel False` ("not installed")
+    where Liger imports, once GRPO took Liger by default."""
+    want: list[str] = []
+    if isinstance(cfg, SFTRunConfig | GRPORunConfig) and cfg.liger_kernel != "off":
+        want.append("liger_kernel")
     if isinstance(cfg, GRPORunConfig) and cfg.use_vllm != "off":
-        want = ("vllm",)  # use_vllm auto chooses vLLM only when it imports
-    return collect_snapshot(fast=False, timeout=60.0, output_dir=output_dir, want_imports=want)
+        want.append("vllm")  # use_vllm auto chooses vLLM only when it imports
+    return tuple(want)
 
 
 def plan_section(

@@ -159,3 +159,15 @@ def test_rows_longer_than_max_length_warn_through_the_doctor(tmp_path):
         "TRAINER_ROWS_TRUNCATED"
     ]
     assert p.snapshot["plan"]["longest_sample_tokens"] == 900
+
+
+def test_the_snapshot_imports_what_the_plan_decides_on():
+    """Liger is decided for SFT and GRPO, vLLM for GRPO: a snapshot without the import
+    plans as if it failed (GRPO planned Liger off on an H100 where it imports)."""
+    from shop_r1.preflight import wanted_imports
+
+    assert wanted_imports(SFTRunConfig()) == ("liger_kernel",)
+    assert wanted_imports(GRPORunConfig()) == ("liger_kernel", "vllm")
+    assert wanted_imports(GRPORunConfig(liger_kernel="on", use_vllm="off")) == ("liger_kernel",)
+    assert wanted_imports(GRPORunConfig(liger_kernel="off", use_vllm="off")) == ()
+    assert wanted_imports(None) == ()
