@@ -12,6 +12,7 @@ headline = load_script("benchmarks/headline.py")
 RESULTS = ROOT / "benchmarks" / "results" / "h100_headline_5374f39"
 LATEST = ROOT / "benchmarks" / "results" / "h100_headline_8630732"
 BF16 = ROOT / "benchmarks" / "results" / "h100_bf16_hidden_993be1b"
+GRPO = ROOT / "benchmarks" / "results" / "h100_grpo_24d1a11"
 
 
 def _row(text: str, prefix: str) -> list[str]:
@@ -20,16 +21,21 @@ def _row(text: str, prefix: str) -> list[str]:
 
 
 def test_grpo_rows_find_the_readme_figure_of_each_generation() -> None:
+    now = headline.compare(GRPO / "headline_2e888a0", "2e888a0")
+    assert _row(now, "GRPO 0.5b vllm colocate")[2:5] == [
+        "3.65",
+        "3.65",
+        "1.00",
+    ]  # measured, README, ratio
+    assert _row(now, "GRPO 1.5b transformers")[2:5] == ["17.53", "17.53", "1.00"]
+    assert "vLLM / transformers per step: 3.84x" in now
+    assert "vLLM / transformers per step: 3.13x" in now
+    # older runs beside the README's figures: README / measured for seconds, > 1 is faster
     text = headline.compare(LATEST / "grpo", "8630732")
-    vllm = _row(text, "GRPO 0.5b vllm colocate")
-    assert vllm[2:5] == ["4.06", "4.06", "1.00"]  # measured, README, ratio
-    assert _row(text, "GRPO 0.5b transformers")[2:5] == ["12.23", "12.23", "1.00"]
+    assert _row(text, "GRPO 0.5b vllm colocate")[2:5] == ["4.06", "3.65", "0.90"]
     assert "vLLM / transformers per step: 3.01x" in text
-    # an older run beside today's figures: README / measured for seconds, > 1 is faster
-    old = headline.compare(RESULTS / "grpo", "5374f39")
-    assert _row(old, "GRPO 0.5b vllm colocate")[2:5] == ["3.77", "4.06", "1.08"]
     big = headline.compare(BF16 / "grpo_1.5b_9239ed5", "9239ed5")
-    assert _row(big, "GRPO 1.5b transformers")[2:5] == ["16.43", "16.43", "1.00"]
+    assert _row(big, "GRPO 1.5b transformers")[2:5] == ["16.43", "17.53", "1.07"]
     assert "vLLM / transformers per step: 2.16x" in big
 
 
