@@ -100,6 +100,73 @@ THREAD_LINES = {
         "retry download and pass `force_download=True, resume_download=False` as argument.",
         "HF_DOWNLOAD_INCOMPLETE",
     ),
+    # the layers above torch (flash-attn, DeepSpeed, transformers, datasets, accelerate,
+    # bitsandbytes, vLLM)
+    "fa-build-nvcc-too-old": (
+        "RuntimeError: FlashAttention is only supported on CUDA 11.6 and above.  Note: make "
+        "sure nvcc has a supported version by running nvcc -V.",
+        "CUDA_TOOLKIT_TORCH_MISMATCH_BUILD",
+    ),
+    "ext-build-cuda-mismatch-apex-check": (
+        "RuntimeError: Cuda extensions are being compiled with a version of Cuda that does "
+        "not match the version used to compile Pytorch binaries.  Pytorch binaries were "
+        "compiled with Cuda 10.2.",
+        "CUDA_TOOLKIT_TORCH_MISMATCH_BUILD",
+    ),
+    "ext-build-nvcc-not-found": (
+        "    RuntimeError: --cuda_ext was requested, but nvcc was not found.  Are you sure "
+        "your environment has nvcc available?  If you're installing within a container from "
+        "https://hub.docker.com/r/pytorch/pytorch, only images whose names contain 'devel' "
+        "will provide nvcc.",
+        "CUDA_HOME_UNSET_EXT_BUILD",
+    ),
+    "deepspeed-launcher-no-gpu": (
+        "[2023-05-10 23:27:00,776] [WARNING] [runner.py:191:fetch_hostfile] Unable to find "
+        "hostfile, will proceed with training with local resources only.\n"
+        '    raise RuntimeError("Unable to proceed, no GPU resources available")\n'
+        "RuntimeError: Unable to proceed, no GPU resources available",
+        "TORCH_CUDA_UNAVAILABLE",
+    ),
+    # transformers 5 and datasets 5 reworded these; the threads paste the 4.x wording
+    "hf-gated-repository": (
+        "OSError: meta-llama/Llama-3.2-1B is a gated repository. Make sure to request access "
+        "at https://huggingface.co/meta-llama/Llama-3.2-1B and pass a token having "
+        "permission to this repo either by logging in with `hf auth login` or by passing "
+        "`token=<your_token>`.",
+        "HF_GATED_REPO_NO_TOKEN",
+    ),
+    "datasets-hub-unreachable": (
+        "ConnectionError: Couldn't reach the Hugging Face Hub for dataset 'allenai/c4': "
+        "ConnectTimeout",
+        "HF_HUB_UNREACHABLE",
+    ),
+    "datasets-not-found-or-no-access": (
+        "datasets.exceptions.DatasetNotFoundError: Dataset 'Tevatron/browsecomp-plus' "
+        "doesn't exist on the Hub or cannot be accessed.",
+        "HF_GATED_REPO_NO_TOKEN",
+    ),
+    "kbit-modules-dispatched-cpu-disk": (
+        "ValueError: Some modules are dispatched on the CPU or the disk. Make sure you have "
+        "enough GPU RAM to fit\n                        the quantized model. If you want to "
+        "dispatch the model on the CPU or the disk while keeping",
+        "MODEL_TOO_LARGE_FOR_GPU",
+    ),
+    "offload-to-disk-no-folder": (
+        "ValueError: At least one of the model submodule will be offloaded to disk, please "
+        "pass along an `offload_folder`.",
+        "MODEL_TOO_LARGE_FOR_GPU",
+    ),
+    "kbit-train-with-offload": (
+        "ValueError: You can't train a model that has been loaded in 8-bit precision with "
+        "CPU or disk offload.",
+        "MODEL_TOO_LARGE_FOR_GPU",
+    ),
+    "vllm-triton-kernels-import-failed": (
+        "ERROR 04-01 11:21:57 [config.py:29] Failed to import Triton kernels. Please make "
+        "sure your triton version is compatible. Error: No module named "
+        "'triton_kernels.matmul_ogs'",
+        "PACKAGE_VERSION_SKEW",
+    ),
 }
 
 
@@ -160,3 +227,34 @@ def test_deepspeed_skip_check_warning_is_no_failure():
         "combination of CUDA, but it may result in unexpected behavior.\n"
     )
     assert [m.code for m in diagnose_log(warned).matches] == []
+
+
+def test_guesses_above_torch_stay_below_error():
+    """A not-found dataset may be a typo, vLLM's Triton import failure is often harmless,
+    and device_map's CPU/disk placement or the launcher's missing GPU name no cause
+    alone: none is an error-level claim."""
+    codes = load_codes()
+    expected = {
+        "datasets-not-found-or-no-access": "info",
+        "vllm-triton-kernels-import-failed": "info",
+        "kbit-modules-dispatched-cpu-disk": "warning",
+        "offload-to-disk-no-folder": "warning",
+        "kbit-train-with-offload": "warning",
+        "deepspeed-launcher-no-gpu": "warning",
+    }
+    for sig_id, severity in expected.items():
+        lead = diagnose_log(THREAD_LINES[sig_id][0]).lead
+        assert lead is not None and lead.signature.id == sig_id
+        assert lead.severity(codes[lead.code].severity) == severity, sig_id
+
+
+def test_nvcc_warning_of_a_wheel_install_is_no_failure():
+    """flash-attn's setup.py only warns when nvcc is missing and may still fetch a wheel."""
+    warned = (
+        "/tmp/pip-install-x/flash-attn_1/setup.py:107: UserWarning: flash_attn was requested, "
+        "but nvcc was not found.  Are you sure your environment has nvcc available?  If "
+        "you're installing within a container from https://hub.docker.com/r/pytorch/pytorch, "
+        "only images whose names contain 'devel' will provide nvcc.\n"
+        "Successfully installed flash-attn-2.8.3\n"
+    )
+    assert "ext-build-nvcc-not-found" not in [m.signature.id for m in diagnose_log(warned).matches]
