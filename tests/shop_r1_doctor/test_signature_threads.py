@@ -167,6 +167,31 @@ THREAD_LINES = {
         "'triton_kernels.matmul_ogs'",
         "PACKAGE_VERSION_SKEW",
     ),
+    "accelerate-fp8-backend-missing": (
+        "ValueError: Using `fp8` precision requires `transformer_engine` or `MS-AMP` to be "
+        "installed.",
+        "PACKAGE_REQUESTED_NOT_INSTALLED",
+    ),
+    "quantized-model-other-device": (
+        "ValueError: You can't train a model that has been loaded in 8-bit precision on a "
+        "different device than the one you're training on. Make sure you loaded the model on "
+        "the correct device using for example `device_map={'':torch.cuda.current_device()}"
+        "you're training on. Make sure you loaded the model on the correct device using for "
+        "example `device_map={'':torch.cuda.current_device() or "
+        "device_map={'':torch.xpu.current_device()}",
+        "QUANTIZED_MODEL_ON_OTHER_DEVICE",
+    ),
+    "datasets-stream-server-disconnected": (
+        '    raise ConnectionError("Server Disconnected")\nConnectionError: Server Disconnected',
+        "HF_DOWNLOAD_INCOMPLETE",
+    ),
+    "hf-endpoint-not-the-hub": (
+        "OSError: Distant resource does not seem to be on huggingface.co. It is possible that a "
+        "configuration issue prevents you from downloading resources from https://huggingface.co. "
+        "Please check your firewall and proxy settings and make sure your SSL certificates are "
+        "updated.",
+        "HF_HUB_UNREACHABLE",
+    ),
 }
 
 
@@ -241,6 +266,7 @@ def test_guesses_above_torch_stay_below_error():
         "offload-to-disk-no-folder": "warning",
         "kbit-train-with-offload": "warning",
         "deepspeed-launcher-no-gpu": "warning",
+        "datasets-stream-server-disconnected": "warning",
     }
     for sig_id, severity in expected.items():
         lead = diagnose_log(THREAD_LINES[sig_id][0]).lead
