@@ -14,39 +14,15 @@ import pytest
 torch = pytest.importorskip("torch")
 pytest.importorskip("trl")
 
+from grpo_tiny import tiny_grpo_trainer  # noqa: E402
+
 from shop_r1 import _compat, precision  # noqa: E402
 from shop_r1.autoconfig import AutoPlan  # noqa: E402
-from shop_r1.data.prompts import sft_rows  # noqa: E402
-from shop_r1.data.synth import generate_sessions  # noqa: E402
-from shop_r1.tiny import make_tiny_model_and_tokenizer  # noqa: E402
 
 
 def _trainer(tmp_path, beta=0.0):
-    from datasets import Dataset
-    from trl import GRPOConfig, GRPOTrainer
-
-    rows = sft_rows(generate_sessions(4, seed=0), context="latest", max_tokens=80)
-    texts = [m["content"] for r in rows for m in r["prompt"] + r["completion"]]
-    model, tok = make_tiny_model_and_tokenizer(texts, vocab_size=300)
-    model.save_pretrained(tmp_path / "m")
-    tok.save_pretrained(tmp_path / "m")
-    args = GRPOConfig(
-        output_dir=str(tmp_path / "out"),
-        per_device_train_batch_size=2,
-        num_generations=2,
-        max_completion_length=4,
-        beta=beta,
-        use_cpu=True,
-        bf16=False,  # TRL's default bf16 autocast on the CPU rounds at ~1e-3: compare in fp32
-        report_to=[],
-    )
-    return GRPOTrainer(
-        model=str(tmp_path / "m"),
-        args=args,
-        reward_funcs=[lambda completions, **kw: [0.0] * len(completions)],
-        train_dataset=Dataset.from_list([{"prompt": "hi"}] * 4),
-        processing_class=tok,
-    )
+    # TRL's default bf16 autocast on the CPU rounds at ~1e-3: compare in fp32
+    return tiny_grpo_trainer(tmp_path, beta=beta, bf16=False)
 
 
 # prompt lengths per row (chunks of 2): chunk 0 needs 3 prompt columns, chunk 1 all 9,

@@ -14,39 +14,9 @@ import pytest
 torch = pytest.importorskip("torch")
 pytest.importorskip("trl")
 
+from grpo_tiny import tiny_grpo_trainer  # noqa: E402
+
 from shop_r1 import _compat  # noqa: E402
-from shop_r1.data.prompts import sft_rows  # noqa: E402
-from shop_r1.data.synth import generate_sessions  # noqa: E402
-from shop_r1.tiny import make_tiny_model_and_tokenizer  # noqa: E402
-
-
-def _trainer(tmp_path, beta):
-    from datasets import Dataset
-    from trl import GRPOConfig, GRPOTrainer
-
-    rows = sft_rows(generate_sessions(4, seed=0), context="latest", max_tokens=80)
-    texts = [m["content"] for r in rows for m in r["prompt"] + r["completion"]]
-    model, tok = make_tiny_model_and_tokenizer(texts, vocab_size=300)
-    model.save_pretrained(tmp_path / "m")  # TRL builds the beta > 0 reference from a path
-    tok.save_pretrained(tmp_path / "m")
-    args = GRPOConfig(
-        output_dir=str(tmp_path / "out"),
-        per_device_train_batch_size=2,
-        num_generations=2,
-        max_completion_length=4,
-        beta=beta,
-        use_cpu=True,
-        report_to=[],
-    )
-    data = Dataset.from_list([{"prompt": "hi"}] * 4)
-    trainer = GRPOTrainer(
-        model=str(tmp_path / "m"),
-        args=args,
-        reward_funcs=[lambda completions, **kw: [0.0] * len(completions)],
-        train_dataset=data,
-        processing_class=tok,
-    )
-    return trainer
 
 
 def _inputs(trainer, pad_gap):
@@ -74,14 +44,14 @@ def _loss_and_grads(trainer, inputs):
 
 
 def test_trl_alone_turns_a_padded_kl_overflow_into_nan(tmp_path):
-    trainer = _trainer(tmp_path, beta=0.001)
+    trainer = tiny_grpo_trainer(tmp_path, beta=0.001)
     loss, finite = _loss_and_grads(trainer, _inputs(trainer, pad_gap=200.0))
     # if this starts failing, TRL masks before the exp: drop the guard (see _compat)
     assert not torch.isfinite(loss) or not finite
 
 
 def test_guard_keeps_loss_and_grads_finite_and_real_tokens_unchanged(tmp_path):
-    guarded = _trainer(tmp_path / "a", beta=0.001)
+    guarded = tiny_grpo_trainer(tmp_path / "a", beta=0.001)
     _compat.guard_padded_logps(guarded)
     inputs = _inputs(guarded, pad_gap=0.0)
     ids = torch.cat([inputs["prompt_ids"], inputs["completion_ids"]], dim=1)
@@ -94,7 +64,7 @@ def test_guard_keeps_loss_and_grads_finite_and_real_tokens_unchanged(tmp_path):
     assert torch.isfinite(loss) and finite
     # TRL without the guard, same weights and real-token reference, a harmless value at
     # the padding: the same loss, so the guard changes nothing at real tokens
-    plain = _trainer(tmp_path / "b", beta=0.001)
+    plain = tiny_grpo_trainer(tmp_path / "b", beta=0.001)
     harmless = dict(
         inputs, ref_per_token_logps=torch.where(inputs["completion_mask"].bool(), ref, -5.0)
     )
