@@ -26,6 +26,11 @@ class GpuCase:
     env: dict[str, str] = field(default_factory=dict)
     needs: tuple[str, ...] = ()  # modules that must import (vllm, trl)
     holds_memory: float = 0.0  # a second process holds this share of GPU 0 meanwhile
+    # > 0: a second process holds all of GPU 0's free memory but this many MiB meanwhile
+    leaves_free_mib: int = 0
+    # The recorder's batches: each fits one device call (gpu_record.BUDGET_S); batch 2's
+    # cases were added after batch 1 was read for signatures and scored at first sight.
+    batch: int = 1
     timeout: float = 90.0
 
     @property
@@ -89,6 +94,70 @@ CASES = (
         needs=("vllm",),
         holds_memory=0.6,
         timeout=75,
+    ),
+    GpuCase(
+        "ranks_exceed_gpus",
+        ("DEVICE_ORDINAL_OUT_OF_RANGE",),
+        "torchrun --nproc-per-node 2 with one GPU visible (CUDA_VISIBLE_DEVICES=0), each rank"
+        " torch.cuda.set_device(LOCAL_RANK), an NCCL all_reduce",
+        ranks=2,
+        env={"CUDA_VISIBLE_DEVICES": "0", "NCCL_DEBUG": "WARN"},
+        timeout=45,
+        batch=2,
+    ),
+    GpuCase(
+        "context_on_full_gpu",
+        ("GPU_BUSY_OTHER_PROCESSES", "GPU_OUT_OF_MEMORY"),
+        "another process holds all of GPU 0's memory but 100 MiB; this one puts a tensor on cuda:0",
+        leaves_free_mib=100,
+        timeout=30,
+        batch=2,
+    ),
+    GpuCase(
+        "oom_gpu_held_by_other",
+        ("GPU_BUSY_OTHER_PROCESSES", "GPU_OUT_OF_MEMORY"),
+        "another process holds 70% of GPU 0; this one allocates 40% of the card",
+        holds_memory=0.7,
+        timeout=30,
+        batch=2,
+    ),
+    GpuCase(
+        "alloc_conf_typo",
+        ("CUDA_ALLOC_CONF_INVALID",),
+        "PYTORCH_CUDA_ALLOC_CONF=expandable_segment:True (a misspelt key), then a tensor on cuda:0",
+        env={"PYTORCH_CUDA_ALLOC_CONF": "expandable_segment:True"},
+        timeout=30,
+        batch=2,
+    ),
+    GpuCase(
+        "nccl_socket_ifname_missing",
+        ("NCCL_SOCKET_IFNAME_NO_MATCH",),
+        "NCCL_SOCKET_IFNAME=nosuch0 (no such interface), one rank, NCCL init + all_reduce",
+        env={
+            "NCCL_SOCKET_IFNAME": "nosuch0",
+            "NCCL_DEBUG": "WARN",
+            **{"RANK": "0", "LOCAL_RANK": "0", "WORLD_SIZE": "1"},
+            **{"MASTER_ADDR": "127.0.0.1", "MASTER_PORT": "29533"},
+        },
+        timeout=45,
+        batch=2,
+    ),
+    GpuCase(
+        "compile_no_c_compiler",
+        ("TORCH_COMPILE_NO_COMPILER",),
+        "PATH without any C compiler, CC unset, fresh Triton/Inductor caches: torch.compile of a"
+        " function on cuda tensors",
+        env={"PATH": "/nonexistent-bin"},
+        timeout=60,
+        batch=2,
+    ),
+    GpuCase(
+        "vllm_max_len_over_kv_cache",
+        ("VLLM_KV_CACHE_NO_MEMORY",),
+        "vLLM LLM(a tiny random Llama, max_model_len=4M tokens, gpu_memory_utilization=0.1)",
+        needs=("vllm",),
+        timeout=90,
+        batch=2,
     ),
 )
 
@@ -192,6 +261,92 @@ def vllm_memory_taken(work: Path) -> None:
     )
 
 
+def ranks_exceed_gpus(work: Path) -> None:
+    import torch
+    import torch.distributed as dist
+
+    torch.cuda.set_device(int(os.environ.get("LOCAL_RANK", "0")))
+    dist.init_process_group("nccl")
+    t = torch.ones(1, device="cuda")
+    dist.all_reduce(t)
+    torch.cuda.synchronize()
+    dist.destroy_process_group()
+
+
+def context_on_full_gpu(work: Path) -> None:
+    import torch
+
+    x = torch.ones(1024, 1024, device="cuda:0")
+    print(f"allocated {x.numel() * 4} bytes on cuda:0", flush=True)
+    y = x @ x
+    torch.cuda.synchronize()
+    print(f"matmul gave {y[0, 0].item()}", flush=True)
+
+
+def oom_gpu_held_by_other(work: Path) -> None:
+    import torch
+
+    total = torch.cuda.get_device_properties(0).total_memory
+    torch.empty(int(total * 0.4), dtype=torch.uint8, device="cuda:0").fill_(1)
+
+
+def alloc_conf_typo(work: Path) -> None:
+    import torch
+
+    torch.ones(8, device="cuda:0")
+    torch.cuda.synchronize()
+
+
+def nccl_socket_ifname_missing(work: Path) -> None:
+    import torch
+    import torch.distributed as dist
+
+    torch.cuda.set_device(0)
+    dist.init_process_group("nccl")
+    t = torch.ones(1, device="cuda")
+    dist.all_reduce(t)
+    torch.cuda.synchronize()
+    dist.destroy_process_group()
+
+
+def compile_no_c_compiler(work: Path) -> None:
+    # Fresh caches: a launcher Triton compiled earlier on this machine would need no compiler.
+    os.environ["TRITON_CACHE_DIR"] = str(work / "triton-cache")
+    os.environ["TORCHINDUCTOR_CACHE_DIR"] = str(work / "inductor-cache")
+    os.environ.pop("CC", None)
+    import torch
+
+    @torch.compile
+    def gelu_scale(x: torch.Tensor) -> torch.Tensor:
+        return torch.nn.functional.gelu(x) * 2.0
+
+    print(gelu_scale(torch.randn(1024, device="cuda")).sum().item(), flush=True)
+
+
+def vllm_max_len_over_kv_cache(work: Path) -> None:
+    from transformers import LlamaConfig, LlamaForCausalLM
+    from vllm import LLM
+
+    max_len = 4 * 1024 * 1024
+    config = LlamaConfig(
+        vocab_size=1024,
+        hidden_size=256,
+        intermediate_size=512,
+        num_hidden_layers=4,
+        num_attention_heads=4,
+        num_key_value_heads=4,
+        max_position_embeddings=max_len,
+    )
+    LlamaForCausalLM(config).save_pretrained(work / "tiny-llama")
+    LLM(
+        model=str(work / "tiny-llama"),
+        skip_tokenizer_init=True,
+        gpu_memory_utilization=0.1,
+        max_model_len=max_len,
+        enforce_eager=True,
+    )
+
+
 def hold_memory(share: float) -> None:
     """Hold `share` of GPU 0's total memory until killed (the other process)."""
     import torch
@@ -203,9 +358,26 @@ def hold_memory(share: float) -> None:
     time.sleep(600)
 
 
+def hold_memory_leaving(mib: int) -> None:
+    """Hold all of GPU 0's free memory but `mib` MiB until killed (the other process)."""
+    import torch
+
+    free, _ = torch.cuda.mem_get_info(0)
+    held = torch.empty(free - mib * 2**20, dtype=torch.uint8, device="cuda:0")
+    held.fill_(1)
+    left, _ = torch.cuda.mem_get_info(0)
+    print(
+        f"holding {held.numel() / 2**30:.1f} GiB on cuda:0, {left / 2**20:.0f} MiB free", flush=True
+    )
+    time.sleep(600)
+
+
 def main(argv: list[str]) -> None:
     if len(argv) == 3 and argv[1] == "hold_memory":
         hold_memory(float(argv[2]))
+        return
+    if len(argv) == 3 and argv[1] == "hold_memory_leaving":
+        hold_memory_leaving(int(argv[2]))
         return
     names = [c.name for c in CASES]
     if len(argv) != 3 or argv[1] not in names:

@@ -136,9 +136,19 @@ def _kill_group(pgid: int) -> None:
         pass
 
 
-def start_holder(share: float, env: dict[str, str]) -> subprocess.Popen[bytes]:
-    """A second process holding `share` of GPU 0, started and confirmed holding."""
-    argv = [sys.executable, "-m", "tests.faults.gpu_faults", "hold_memory", str(share)]
+def holder_argv(case: GpuCase) -> list[str] | None:
+    """The second process a case needs on GPU 0 (holding a share, or all but some MiB)."""
+    if case.leaves_free_mib:
+        how = ["hold_memory_leaving", str(case.leaves_free_mib)]
+    elif case.holds_memory:
+        how = ["hold_memory", str(case.holds_memory)]
+    else:
+        return None
+    return [sys.executable, "-m", "tests.faults.gpu_faults", *how]
+
+
+def start_holder(argv: list[str], env: dict[str, str]) -> subprocess.Popen[bytes]:
+    """The second process (holder_argv), started and confirmed holding."""
     proc = subprocess.Popen(argv, cwd=ROOT, env=env, stdout=subprocess.PIPE, start_new_session=True)
     assert proc.stdout is not None
     deadline = time.monotonic() + HOLDER_WAIT_S
@@ -190,7 +200,8 @@ def case_env(case: GpuCase, base: Mapping[str, str]) -> dict[str, str]:
 def record_case(case: GpuCase, out: Path, stack: dict[str, str]) -> int:
     work = Path(tempfile.mkdtemp(prefix=f"shop-r1-{case.name}-"))
     env = case_env(case, os.environ)
-    holder = start_holder(case.holds_memory, env) if case.holds_memory else None
+    hold = holder_argv(case)
+    holder = start_holder(hold, env) if hold else None
     try:
         argv = build_argv(case, work)
         output, code = run_bounded(argv, env, case.timeout)
@@ -206,9 +217,11 @@ def record_case(case: GpuCase, out: Path, stack: dict[str, str]) -> int:
 def main(argv: list[str]) -> int:
     parser = argparse.ArgumentParser(prog="python -m tests.faults.gpu_record")
     parser.add_argument("--out", type=Path, required=True, help="where to write gpu/<case>.*")
+    parser.add_argument("--batch", type=int, help="only this batch's cases (each fits one call)")
     parser.add_argument("cases", nargs="*", help="case names (default: all)")
     args = parser.parse_args(argv)
     chosen = [c for c in CASES if not args.cases or c.name in args.cases]
+    chosen = [c for c in chosen if args.batch is None or c.batch == args.batch]
     if not chosen:
         print(f"no case matches {args.cases}; cases: {[c.name for c in CASES]}", file=sys.stderr)
         return 2
@@ -225,7 +238,7 @@ def main(argv: list[str]) -> int:
     for case in chosen:
         why = skip_reason(case, gpus)
         left = BUDGET_S - (time.monotonic() - started)
-        if why is None and case.timeout + (HOLDER_WAIT_S if case.holds_memory else 0) > left:
+        if why is None and case.timeout + (HOLDER_WAIT_S if holder_argv(case) else 0) > left:
             why = f"{left:.0f} s left of the {BUDGET_S:.0f} s budget"
         if why:
             print(f"skip {case.id}: {why}", flush=True)

@@ -19,11 +19,20 @@ from .verdict_gpu import check_gpu_diagnosis
 BY_NAME = {c.name: c for c in CASES}
 
 
-def test_cases_are_bounded_and_fit_the_budget():
-    assert all(c.timeout <= 90 for c in CASES)
-    holders = sum(gpu_record.HOLDER_WAIT_S for c in CASES if c.holds_memory)
-    assert sum(c.timeout for c in CASES) + holders <= gpu_record.BUDGET_S < 480
-    assert all(callable(getattr(gpu_faults, c.name)) for c in CASES)
+@pytest.mark.parametrize("batch", sorted({c.batch for c in CASES}))
+def test_each_batch_is_bounded_and_fits_one_call(batch: int):
+    cases = [c for c in CASES if c.batch == batch]
+    assert all(c.timeout <= 90 for c in cases)
+    holders = sum(gpu_record.HOLDER_WAIT_S for c in cases if gpu_record.holder_argv(c))
+    assert sum(c.timeout for c in cases) + holders <= gpu_record.BUDGET_S < 480
+    assert all(callable(getattr(gpu_faults, c.name)) for c in cases)
+
+
+def test_the_holder_holds_a_share_or_all_but_some_mib():
+    share, leaving = BY_NAME["vllm_memory_taken"], BY_NAME["context_on_full_gpu"]
+    assert gpu_record.holder_argv(share)[-2:] == ["hold_memory", "0.6"]
+    assert gpu_record.holder_argv(leaving)[-2:] == ["hold_memory_leaving", "100"]
+    assert gpu_record.holder_argv(BY_NAME["cuda_oom"]) is None
 
 
 def test_two_rank_cases_go_through_torchrun_with_the_case_env():
