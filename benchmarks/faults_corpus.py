@@ -1,6 +1,7 @@
 """Score the log diagnosis on failures caused for real (tests/fixtures/faults/).
 
     python benchmarks/faults_corpus.py [--misses] [--json] [--out FILE]
+        [--families F ...] [--cases FAMILY/CASE ...]
 
 Each recording is what a failure printed when tests/faults/ caused it on a CPU machine
 (a full tmpfs, a tiny /dev/shm, a memory cgroup, a busy port, a missing package, no
@@ -26,10 +27,10 @@ sys.path.insert(0, str(ROOT / "benchmarks"))
 
 from logscan_corpus import Case, Report, _print, evaluate  # noqa: E402
 
-from tests.faults.suite import load_recordings  # noqa: E402
+from tests.faults.suite import FAMILIES, load_recordings  # noqa: E402
 
 
-def load_cases() -> list[Case]:
+def load_cases(families: tuple[str, ...] = FAMILIES, only: set[str] | None = None) -> list[Case]:
     return [
         Case(
             family=r.family,
@@ -41,7 +42,8 @@ def load_cases() -> list[Case]:
             wording="",
             log=r.log,
         )
-        for r in load_recordings()
+        for r in load_recordings(families=families)
+        if only is None or f"{r.family}/{r.case}" in only
     ]
 
 
@@ -64,8 +66,19 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--json", action="store_true", help="print the figures as JSON")
     parser.add_argument("--misses", action="store_true", help="list wrong leads and false alarms")
     parser.add_argument("--out", type=Path, help="write figures and outcomes to this JSON file")
+    parser.add_argument(
+        "--families",
+        nargs="+",
+        default=list(FAMILIES),
+        help="families to score (default: the CPU ones; 'gpu' holds the device's recordings)",
+    )
+    parser.add_argument("--cases", nargs="+", help="only these FAMILY/CASE recordings")
     args = parser.parse_args(argv)
-    report = evaluate(load_cases())
+    cases = load_cases(tuple(args.families), set(args.cases) if args.cases else None)
+    if not cases:
+        print(f"--families/--cases: no recording matches {args.families} {args.cases}", file=sys.stderr)
+        return 2
+    report = evaluate(cases)
     if args.json:
         print(json.dumps(report.figures(), indent=2))
     else:
