@@ -24,6 +24,7 @@ FAMILIES = (
     "numpy_abi",
     "upper_layers",
     "proxy",
+    "fd_limit",
     "user_bugs",
 )
 
