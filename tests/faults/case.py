@@ -245,7 +245,10 @@ def build_command(case: FaultCase, workdir: Path, procs: Path | None = None) -> 
     """The bash script that sets the condition up and runs the driver."""
     run = f"python -m tests.faults.{case.family} {case.name} {workdir}"
     if case.run_as is not None:
-        run = f"setpriv --reuid={case.run_as} --regid={case.run_as} --clear-groups {run}"
+        # The interpreter by its path: as another user, a PATH lookup that cannot follow
+        # the venv's symlink (into a home the user cannot enter) falls through to /usr/bin.
+        u = case.run_as
+        run = f"setpriv --reuid={u} --regid=$(id -g {u}) --clear-groups $(command -v python) {run[7:]}"
     lines = []
     if procs is not None:
         lines.append(f"echo $$ > {procs}")
@@ -300,9 +303,9 @@ def run_case(case: FaultCase, cache: Path | None = None) -> Captured:
             PYTHONPATH=str(ROOT),
             PYTHONUNBUFFERED="1",
             TOKENIZERS_PARALLELISM="false",
-            **case.env,
-            **prepared,
         )
+        env.update(case.env)  # a case may set any of the above (TOKENIZERS_PARALLELISM)
+        env.update(prepared)
         # `python` in the command is this interpreter (its directory first on PATH).
         env["PATH"] = f"{Path(sys.executable).parent}{os.pathsep}{env.get('PATH', '')}"
         try:

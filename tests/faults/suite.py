@@ -25,6 +25,7 @@ FAMILIES = (
     "upper_layers",
     "proxy",
     "fd_limit",
+    "process_limit",
     "user_bugs",
 )
 
