@@ -26,6 +26,7 @@ FAMILIES = (
     "proxy",
     "fd_limit",
     "process_limit",
+    "address_space",
     "user_bugs",
 )
 
