@@ -27,6 +27,7 @@ FAMILIES = (
     "fd_limit",
     "process_limit",
     "address_space",
+    "cache_readonly",
     "user_bugs",
 )
 
