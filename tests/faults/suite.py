@@ -28,6 +28,7 @@ FAMILIES = (
     "process_limit",
     "address_space",
     "cache_readonly",
+    "compile_tmp_full",
     "user_bugs",
 )
 
