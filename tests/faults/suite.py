@@ -29,6 +29,7 @@ FAMILIES = (
     "address_space",
     "cache_readonly",
     "compile_tmp_full",
+    "weights_truncated",
     "user_bugs",
 )
 
