@@ -1,4 +1,5 @@
-"""A fault case, how it is caused (namespaces, tmpfs, memory cgroup) and what it printed.
+"""A fault case, how it is caused (namespaces, tmpfs, cgroups, ulimits, another user) and
+what it printed.
 
 A case runs `python -m tests.faults.<family> <name> <workdir>` from the repository root,
 inside a bash wrapper that builds the condition first (the wrapper is the recorded
@@ -64,6 +65,16 @@ class FaultCase:
     # builds what the case needs (a compiled extension) once per cache directory; it
     # raises Unavailable (one line: why) when this machine cannot build it.
     prepare: str | None = None
+    # `ulimit -<flag> <value>` set in the wrapper before the driver starts, e.g. {"n": "128"}
+    # (open files), {"v": "4000000"} (address space, kB), {"u": "60"} (processes per user).
+    ulimits: dict[str, str] = field(default_factory=dict)
+    pids_limit: int | None = None  # run inside a pids cgroup with this pids.max
+    # Directories (relative to the case's dir, or absolute) mounted as read-only tmpfs
+    # in a private mount namespace, e.g. ("hf-home",): the run's HF_HOME.
+    readonly: tuple[str, ...] = ()
+    # Run the driver as this user (setpriv; its own group, no supplementary groups); the
+    # case's dir is opened to it, its HF_HOME (hf-home) is created and owned by root.
+    run_as: str | None = None
 
     @property
     def id(self) -> str:
@@ -110,13 +121,24 @@ class Captured:
 
 def missing_requirement(case: FaultCase) -> str | None:
     """Why this machine cannot cause the case for real, or None."""
-    needs_root = case.tmpfs is not None or case.memory_limit_mb is not None or case.no_network
+    needs_root = (
+        case.tmpfs is not None
+        or case.memory_limit_mb is not None
+        or case.no_network
+        or case.pids_limit is not None
+        or bool(case.readonly)
+        or case.run_as is not None
+    )
     if needs_root and os.geteuid() != 0:
-        return "needs root (mount namespace, tmpfs, memory cgroup or network namespace)"
-    if (case.tmpfs or case.no_network) and shutil.which("unshare") is None:
+        return "needs root (mount namespace, tmpfs, cgroup, network namespace or another user)"
+    if (case.tmpfs or case.no_network or case.readonly) and shutil.which("unshare") is None:
         return "needs util-linux unshare"
+    if case.run_as is not None and shutil.which("setpriv") is None:
+        return "needs util-linux setpriv"
     if case.memory_limit_mb is not None and memory_cgroup_parent() is None:
         return "needs a writable memory cgroup (v2 with the memory controller, or v1)"
+    if case.pids_limit is not None and pids_cgroup_parent() is None:
+        return "needs a writable pids cgroup (v2 with the pids controller, or v1)"
     if sys.platform != "linux":
         return "Linux only"
     return None
@@ -142,6 +164,25 @@ def memory_cgroup_parent() -> tuple[str, Path] | None:
         if "memory" in controllers.split(","):
             base = Path("/sys/fs/cgroup/memory") / path.lstrip("/")
             if (base / "memory.limit_in_bytes").exists() and os.access(base, os.W_OK):
+                return "v1", base
+    return None
+
+
+def pids_cgroup_parent() -> tuple[str, Path] | None:
+    """("v2"|"v1", the cgroup directory this process may create a pids child under)."""
+    own = Path("/proc/self/cgroup").read_text().splitlines() if sys.platform == "linux" else []
+    unified = Path("/sys/fs/cgroup")
+    for line in own:
+        hier, controllers, path = line.split(":", 2)
+        if hier == "0" and (unified / "cgroup.controllers").exists():
+            base = unified / path.lstrip("/")
+            for cand in (base, base.parent):
+                ctl = cand / "cgroup.subtree_control"
+                if ctl.exists() and "pids" in ctl.read_text().split() and os.access(cand, os.W_OK):
+                    return "v2", cand
+        if "pids" in controllers.split(","):
+            base = Path("/sys/fs/cgroup/pids") / path.lstrip("/")
+            if (base / "cgroup.procs").exists() and os.access(base, os.W_OK):
                 return "v1", base
     return None
 
@@ -182,9 +223,32 @@ def _cgroup(limit_mb: int) -> tuple[Path, Path, Callable[[], dict[str, str]]]:
     return group, group / "cgroup.procs", read
 
 
+def _pids_cgroup(limit: int) -> tuple[Path, Path, Callable[[], dict[str, str]]]:
+    found = pids_cgroup_parent()
+    assert found is not None
+    kind, parent = found
+    group = Path(tempfile.mkdtemp(prefix="shop-r1-fault-", dir=parent))
+    (group / "pids.max").write_text(str(limit))
+    files = ("pids.max", "pids.events", "pids.peak")
+
+    def read() -> dict[str, str]:
+        return {
+            f"cgroup {kind} {f}": (group / f).read_text().strip()
+            for f in files
+            if (group / f).exists()
+        }
+
+    return group, group / "cgroup.procs", read
+
+
 def build_command(case: FaultCase, workdir: Path, procs: Path | None = None) -> str:
     """The bash script that sets the condition up and runs the driver."""
     run = f"python -m tests.faults.{case.family} {case.name} {workdir}"
+    if case.run_as is not None:
+        # The interpreter by its path: as another user, a PATH lookup that cannot follow
+        # the venv's symlink (into a home the user cannot enter) falls through to /usr/bin.
+        u = case.run_as
+        run = f"setpriv --reuid={u} --regid=$(id -g {u}) --clear-groups $(command -v python) {run[7:]}"
     lines = []
     if procs is not None:
         lines.append(f"echo $$ > {procs}")
@@ -192,6 +256,13 @@ def build_command(case: FaultCase, workdir: Path, procs: Path | None = None) -> 
         where, size = case.tmpfs
         target = workdir if where == "work" else Path(where)
         lines.append(f"mount -t tmpfs -o size={size} tmpfs {target}")
+    if case.run_as is not None:
+        lines.append(f"chmod 755 {workdir} && mkdir -p {workdir}/hf-home")
+    for where in case.readonly:
+        target = Path(where) if where.startswith("/") else workdir / where
+        lines.append(f"mkdir -p {target} && mount -t tmpfs -o ro,size=1m tmpfs {target}")
+    for flag, value in case.ulimits.items():
+        lines.append(f"ulimit -{flag} {value}")
     if case.path_without_compiler:
         lines.append(f"export PATH={Path(sys.executable).parent}")
     lines.append(run)
@@ -199,7 +270,7 @@ def build_command(case: FaultCase, workdir: Path, procs: Path | None = None) -> 
         lines.append("exit $?")
     script = "\n".join(lines)
     unshare = []
-    if case.tmpfs is not None:
+    if case.tmpfs is not None or case.readonly:
         unshare.append("-m")
     if case.no_network:
         unshare.append("-n")
@@ -223,6 +294,8 @@ def run_case(case: FaultCase, cache: Path | None = None) -> Captured:
     try:
         if case.memory_limit_mb is not None:
             group, procs, read_cgroup = _cgroup(case.memory_limit_mb)
+        elif case.pids_limit is not None:
+            group, procs, read_cgroup = _pids_cgroup(case.pids_limit)
         command = build_command(case, scratch, procs)
         env = {k: v for k, v in os.environ.items() if not k.startswith(("HF_", "CUDA_"))}
         env.update(
@@ -230,9 +303,9 @@ def run_case(case: FaultCase, cache: Path | None = None) -> Captured:
             PYTHONPATH=str(ROOT),
             PYTHONUNBUFFERED="1",
             TOKENIZERS_PARALLELISM="false",
-            **case.env,
-            **prepared,
         )
+        env.update(case.env)  # a case may set any of the above (TOKENIZERS_PARALLELISM)
+        env.update(prepared)
         # `python` in the command is this interpreter (its directory first on PATH).
         env["PATH"] = f"{Path(sys.executable).parent}{os.pathsep}{env.get('PATH', '')}"
         try:

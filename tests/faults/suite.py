@@ -24,6 +24,12 @@ FAMILIES = (
     "numpy_abi",
     "upper_layers",
     "proxy",
+    "fd_limit",
+    "process_limit",
+    "address_space",
+    "cache_readonly",
+    "compile_tmp_full",
+    "weights_truncated",
     "user_bugs",
 )
 
