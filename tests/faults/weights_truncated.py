@@ -4,8 +4,8 @@ model.safetensors is half its size, and torch.load of a truncated checkpoint.
 
 The drivers write the files with the real savers (save_pretrained, torch.save) into the
 case's directory, truncate them, then load them. HF_DOWNLOAD_INCOMPLETE covers a
-download that broke off; no code names a truncated checkpoint of the run's own, so
-CHECKPOINT_TRUNCATED is a proposed one.
+download that broke off; CHECKPOINT_TRUNCATED names any weights file cut short (both
+are right for the safetensors cases).
 """
 
 from __future__ import annotations
@@ -21,7 +21,7 @@ CASES = (
     FaultCase(
         FAMILY,
         "from_pretrained_local_dir",
-        ("HF_DOWNLOAD_INCOMPLETE",),
+        ("CHECKPOINT_TRUNCATED", "HF_DOWNLOAD_INCOMPLETE"),
         "a tiny model saved with save_pretrained, its model.safetensors then cut to half (a"
         " download/copy that broke off): AutoModelForCausalLM.from_pretrained(<dir>)",
         timeout=60,
@@ -29,7 +29,7 @@ CASES = (
     FaultCase(
         FAMILY,
         "from_pretrained_hub_cache",
-        ("HF_DOWNLOAD_INCOMPLETE",),
+        ("CHECKPOINT_TRUNCATED", "HF_DOWNLOAD_INCOMPLETE"),
         "HF_HUB_OFFLINE=1; a Hub-cache snapshot (hub/models--shop--tiny-qwen2, refs/main) whose"
         " model.safetensors is half its size: AutoModelForCausalLM.from_pretrained"
         "('shop/tiny-qwen2')",
