@@ -24,6 +24,7 @@ FAMILIES = (
     "numpy_abi",
     "upper_layers",
     "proxy",
+    "cpu_torch_gpu_request",
     "user_bugs",
 )
 
