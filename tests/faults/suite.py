@@ -25,6 +25,7 @@ FAMILIES = (
     "upper_layers",
     "proxy",
     "cpu_torch_gpu_request",
+    "launcher_config",
     "user_bugs",
 )
 
