@@ -26,6 +26,7 @@ FAMILIES = (
     "proxy",
     "cpu_torch_gpu_request",
     "launcher_config",
+    "dist_network",
     "user_bugs",
 )
 
