@@ -27,6 +27,7 @@ FAMILIES = (
     "cpu_torch_gpu_request",
     "launcher_config",
     "dist_network",
+    "version_skew",
     "user_bugs",
 )
 
