@@ -28,6 +28,7 @@ FAMILIES = (
     "launcher_config",
     "dist_network",
     "version_skew",
+    "cuda_home_missing",
     "user_bugs",
 )
 
