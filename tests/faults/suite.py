@@ -29,6 +29,8 @@ FAMILIES = (
     "dist_network",
     "version_skew",
     "cuda_home_missing",
+    "hub_tls",
+    "preempted",
     "user_bugs",
 )
 
