@@ -3,8 +3,9 @@
 The driver writes the training script into the case's directory and runs the launcher
 as a user does; what the launcher and its ranks print is the recording, and the
 launcher's exit status is the driver's. `accelerate launch --mixed_precision fp16` (or
-bf16) and `--multi_gpu --num_processes 2` with a device-agnostic script do not fail
-here: accelerate falls back to the CPU, so they are not cases.
+bf16) and `--multi_gpu --num_processes 2` with a device-agnostic script (its own loop or
+a Trainer without bf16/fp16 arguments) do not fail here: accelerate falls back to the
+CPU, so they are not cases; a Trainer script that also sets bf16=True is.
 """
 
 from __future__ import annotations
@@ -40,6 +41,14 @@ CASES = (
         "accelerate launch --multi_gpu --num_processes 2 of a script loading a tiny local model"
         " with device_map={'': accelerator.local_process_index} (TRL's examples' pattern)",
         env={"HF_HUB_OFFLINE": "1"},
+        timeout=90,
+    ),
+    FaultCase(
+        FAMILY,
+        "accelerate_bf16_trainer",
+        ("MIXED_PRECISION_NEEDS_GPU",),
+        "accelerate launch --num_processes 1 --mixed_precision bf16 of a tiny Trainer script"
+        " with TrainingArguments(bf16=True), as configured for a GPU, on this CPU machine",
         timeout=90,
     ),
     FaultCase(
@@ -101,6 +110,19 @@ for _ in range(3):
 accelerator.print("done")
 """
 
+BF16_TRAINER_SCRIPT = """\
+from datasets import Dataset
+from transformers import Trainer, TrainingArguments
+
+from shop_r1.tiny import make_tiny_model_and_tokenizer
+
+texts = ["click buy now", "search for a red lamp"] * 8
+model, tokenizer = make_tiny_model_and_tokenizer(texts)
+rows = [dict(tokenizer(t), labels=tokenizer(t)["input_ids"]) for t in texts]
+args = TrainingArguments(output_dir="out", max_steps=2, per_device_train_batch_size=1, bf16=True)
+Trainer(model=model, args=args, train_dataset=Dataset.from_list(rows)).train()
+"""
+
 KEYERROR_SCRIPT = """\
 import os
 
@@ -141,6 +163,11 @@ def accelerate_multi_gpu_device_map(work: Path) -> None:
     argv = ["accelerate", "launch", "--multi_gpu", "--num_processes", "2"]
     argv += ["--main_process_port", str(PORT)]
     _launch(work, argv, DEVICE_MAP_SCRIPT, str(work / "tiny-sft"))
+
+
+def accelerate_bf16_trainer(work: Path) -> None:
+    argv = ["accelerate", "launch", "--num_processes", "1", "--mixed_precision", "bf16"]
+    _launch(work, argv, BF16_TRAINER_SCRIPT)
 
 
 def accelerate_use_deepspeed(work: Path) -> None:
