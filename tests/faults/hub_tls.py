@@ -5,7 +5,8 @@ machine's trust store lacks. Here the driver makes a self-signed certificate for
 localhost (`openssl req -x509`), serves HTTPS with it (http.server + ssl) and points
 HF_ENDPOINT there; the real huggingface_hub client, under transformers and datasets,
 does the handshake and refuses the certificate. Timeouts are short (HF_HUB_ETAG_TIMEOUT,
-HF_HUB_DOWNLOAD_TIMEOUT) so the client's retries end within seconds.
+HF_HUB_DOWNLOAD_TIMEOUT); the client still retries each file 5 times with back-off
+(1+2+4+8+8 s), so one file takes about 24 s.
 """
 
 from __future__ import annotations
