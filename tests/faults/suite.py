@@ -30,6 +30,13 @@ FAMILIES = (
     "cache_readonly",
     "compile_tmp_full",
     "weights_truncated",
+    "cpu_torch_gpu_request",
+    "launcher_config",
+    "dist_network",
+    "version_skew",
+    "cuda_home_missing",
+    "hub_tls",
+    "preempted",
     "user_bugs",
 )
 
