@@ -28,7 +28,6 @@ _ENV = {
     "HF_HUB_DOWNLOAD_TIMEOUT": "3",
 }
 _TLS = ("HF_HUB_UNREACHABLE", "HF_HUB_TLS_UNTRUSTED")
-_WHY = " (HF_HUB_TLS_UNTRUSTED: a new code proposed)"
 CASES = (
     FaultCase(
         FAMILY,
@@ -36,7 +35,7 @@ CASES = (
         _TLS,
         f"AutoTokenizer.from_pretrained('{MODEL}') with HF_ENDPOINT an HTTPS server whose"
         " certificate is self-signed (as a TLS-inspecting proxy's); not re-caused by the suite:"
-        " the client's back-off retries for two files take about 50 s" + _WHY,
+        " the client's back-off retries for two files take about 50 s",
         env=_ENV,
         timeout=120,
         live=False,
@@ -46,7 +45,7 @@ CASES = (
         "hf_hub_download_untrusted_cert",
         _TLS,
         f"hf_hub_download('{MODEL}', 'config.json') with HF_ENDPOINT an HTTPS server whose"
-        " certificate is self-signed" + _WHY,
+        " certificate is self-signed",
         env=_ENV,
         timeout=90,
     ),
@@ -55,7 +54,7 @@ CASES = (
         "load_dataset_untrusted_cert",
         _TLS,
         "datasets.load_dataset('trl-lib/Capybara') with HF_ENDPOINT an HTTPS server whose"
-        " certificate is self-signed" + _WHY,
+        " certificate is self-signed",
         env=_ENV,
         timeout=90,
     ),

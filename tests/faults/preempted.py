@@ -5,7 +5,7 @@ ranks have printed steps, the driver sends SIGTERM as a scheduler does: Kubernet
 container's first process (torchrun itself), Slurm at a time limit or `scancel` to every
 process of the job step (here: torchrun's process group). What torchrun and the ranks
 print is the recording; torchrun's exit status is the driver's. No code in codes.yaml
-names a stop from outside by SIGTERM, so RUN_PREEMPTED_SIGTERM is a new code proposed.
+names a stop from outside by SIGTERM: JOB_TIME_LIMIT_OR_PREEMPTION.
 """
 
 from __future__ import annotations
@@ -21,22 +21,21 @@ from .case import FaultCase, drive
 
 FAMILY = "preempted"
 PORT = 29527
-_NEW = " (RUN_PREEMPTED_SIGTERM: a new code proposed)"
 CASES = (
     FaultCase(
         FAMILY,
         "sigterm_torchrun",
-        ("RUN_PREEMPTED_SIGTERM",),
+        ("JOB_TIME_LIMIT_OR_PREEMPTION",),
         "torchrun --nproc-per-node 2 of a gloo training loop, sent SIGTERM (to torchrun, as"
-        " Kubernetes stops a pod) after both ranks printed steps" + _NEW,
+        " Kubernetes stops a pod) after both ranks printed steps",
         timeout=60,
     ),
     FaultCase(
         FAMILY,
         "sigterm_process_group",
-        ("RUN_PREEMPTED_SIGTERM",),
+        ("JOB_TIME_LIMIT_OR_PREEMPTION",),
         "torchrun --nproc-per-node 2 of a gloo training loop, SIGTERM sent to every process of"
-        " the job (torchrun's process group, as Slurm at a time limit) after steps" + _NEW,
+        " the job (torchrun's process group, as Slurm at a time limit) after steps",
         timeout=60,
     ),
     FaultCase(
