@@ -44,14 +44,18 @@ def test_sft_rows_print_the_speedup_over_trl_defaults() -> None:
     assert _row(text, "SFT 1.5b auto-packed")[2:5] == ["40,432", "45674", "0.89"]
     assert "auto-packed / trl-default: 4.13x, real MFU 43.4%" in text
     now = headline.compare(BF16 / "headline_993be1b", "993be1b")
-    assert _row(now, "SFT 0.5b auto-packed")[2:5] == ["123,541", "123541", "1.00"]
+    assert _row(now, "SFT 0.5b auto-packed")[2:5] == ["123,541", "123437", "1.00"]
     assert "auto-packed / trl-default: 7.47x, real MFU 43.1%" in now
+    latest = headline.compare(ROOT / "benchmarks" / "results" / "h100_headline_b5f4a4a", "b5f4a4a")
+    assert _row(latest, "SFT 0.5b auto-packed")[2:5] == ["123,437", "123437", "1.00"]
+    assert _row(latest, "SFT 0.5b auto-rows")[2:5] == ["84,071", "84071", "1.00"]
+    assert "auto-packed / trl-default: 7.28x, real MFU 43.1%" in latest
     assert "auto-packed / trl-default: 4.83x, real MFU 49.0%" in now
     warm = headline.compare(LATEST / "warm", "8630732")
-    assert _row(warm, "SFT 0.5b auto-packed")[2:5] == ["113,298", "123541", "0.92"]
+    assert _row(warm, "SFT 0.5b auto-packed")[2:5] == ["113,298", "123437", "0.92"]
     assert "auto-packed / trl-default: 6.86x, real MFU 39.6%" in warm
     cold = headline.compare(LATEST / "cold", "8630732")
-    assert _row(cold, "SFT 0.5b auto-packed")[2:5] == ["88,707", "123541", "0.72"]
+    assert _row(cold, "SFT 0.5b auto-packed")[2:5] == ["88,707", "123437", "0.72"]
 
 
 def _commands(monkeypatch, tmp_path, *argv: str) -> list[list[str]]:
