@@ -31,6 +31,9 @@ class GpuCase:
     # The recorder's batches: each fits one device call (gpu_record.BUDGET_S); batch 2's
     # cases were added after batch 1 was read for signatures and scored at first sight.
     batch: int = 1
+    # > 0: run in a private mount namespace whose /dev/shm is a tmpfs of this many MiB
+    # (a container's default is 64 MiB), as `unshare -m` + `mount -t tmpfs` make it
+    shm_mib: float = 0
     timeout: float = 90.0
 
     @property
@@ -158,6 +161,58 @@ CASES = (
         needs=("vllm",),
         timeout=90,
         batch=2,
+    ),
+    GpuCase(
+        "nccl_small_shm",
+        ("NCCL_DOCKER_SHM_TOO_SMALL",),
+        "torchrun 2 ranks on 2 GPUs in a mount namespace whose /dev/shm is a 1 MiB tmpfs (a"
+        " container's is 64 MiB), NCCL all_reduce of 64 MiB",
+        ranks=2,
+        min_gpus=2,
+        env={"NCCL_DEBUG": "WARN"},
+        shm_mib=1,
+        timeout=60,
+        batch=3,
+    ),
+    GpuCase(
+        "nccl_small_shm_no_p2p",
+        ("NCCL_DOCKER_SHM_TOO_SMALL",),
+        "as nccl_small_shm with NCCL_P2P_DISABLE=1 (GPUs without P2P/NVLink use NCCL's shared-memory"
+        " transport)",
+        ranks=2,
+        min_gpus=2,
+        env={"NCCL_DEBUG": "WARN", "NCCL_P2P_DISABLE": "1"},
+        shm_mib=1,
+        timeout=60,
+        batch=3,
+    ),
+    GpuCase(
+        "nccl_net_ib_forced",
+        ("NCCL_IB_UNUSABLE",),
+        "NCCL_NET=IB on a machine without InfiniBand, torchrun 2 ranks on 2 GPUs, NCCL all_reduce",
+        ranks=2,
+        min_gpus=2,
+        env={"NCCL_DEBUG": "WARN", "NCCL_NET": "IB"},
+        timeout=60,
+        batch=3,
+    ),
+    GpuCase(
+        "visible_devices_out_of_range",
+        ("CUDA_VISIBLE_DEVICES_HIDES_GPUS", "TORCH_CUDA_UNAVAILABLE"),
+        "CUDA_VISIBLE_DEVICES=7 on a machine with fewer GPUs, then a model's .to('cuda')",
+        env={"CUDA_VISIBLE_DEVICES": "7"},
+        timeout=30,
+        batch=3,
+    ),
+    GpuCase(
+        "grpo_use_vllm_not_installed",
+        ("VLLM_REQUESTED_NOT_INSTALLED",),
+        "TRL's GRPOTrainer with use_vllm=True on a GPU where vLLM is not installed (TRL on the"
+        " path without it)",
+        needs=("trl", "datasets"),
+        env={"PYTHONPATH": ".:/tmp/site"},
+        timeout=60,
+        batch=3,
     ),
 )
 
@@ -344,6 +399,60 @@ def vllm_max_len_over_kv_cache(work: Path) -> None:
         gpu_memory_utilization=0.1,
         max_model_len=max_len,
         enforce_eager=True,
+    )
+
+
+def _all_reduce_two_gpus(numel: int) -> None:
+    import torch
+    import torch.distributed as dist
+
+    torch.cuda.set_device(int(os.environ.get("LOCAL_RANK", "0")))
+    dist.init_process_group("nccl")
+    t = torch.ones(numel, device="cuda")
+    dist.all_reduce(t)
+    torch.cuda.synchronize()
+    print(f"rank {_rank()}: all_reduce gave {t[0].item()}", flush=True)
+    dist.destroy_process_group()
+
+
+def nccl_small_shm(work: Path) -> None:
+    _all_reduce_two_gpus(16 * 2**20)
+
+
+def nccl_small_shm_no_p2p(work: Path) -> None:
+    _all_reduce_two_gpus(16 * 2**20)
+
+
+def nccl_net_ib_forced(work: Path) -> None:
+    _all_reduce_two_gpus(1024)
+
+
+def visible_devices_out_of_range(work: Path) -> None:
+    gpus_hidden_to_cuda(work)
+
+
+def grpo_use_vllm_not_installed(work: Path) -> None:
+    from datasets import Dataset
+    from trl import GRPOConfig, GRPOTrainer
+
+    from shop_r1.tiny import make_tiny_model_and_tokenizer
+
+    texts = ["search for running shoes", "click the first result", "add to cart", "terminate"]
+    model, tokenizer = make_tiny_model_and_tokenizer(texts * 16, vocab_size=256)
+    args = GRPOConfig(
+        output_dir=str(work / "out"),
+        use_vllm=True,
+        per_device_train_batch_size=4,
+        num_generations=4,
+        max_steps=1,
+        report_to="none",
+    )
+    GRPOTrainer(
+        model=model,
+        reward_funcs=lambda completions, **_: [0.0] * len(completions),
+        args=args,
+        train_dataset=Dataset.from_dict({"prompt": texts * 4}),
+        processing_class=tokenizer,
     )
 
 

@@ -86,13 +86,20 @@ def build_argv(case: GpuCase, workdir: Path, python: str = sys.executable) -> li
     driver = ["-m", "tests.faults.gpu_faults", case.name, str(workdir)]
     if case.ranks > 1:
         launch = ["-m", "torch.distributed.run", "--standalone", f"--nproc-per-node={case.ranks}"]
-        return [python, *launch, *driver]
-    return [python, *driver]
+        argv = [python, *launch, *driver]
+    else:
+        argv = [python, *driver]
+    if case.shm_mib:
+        # A private mount namespace: the machine's own /dev/shm stays as it is.
+        mount = f'mount -t tmpfs -o size={case.shm_mib:g}m tmpfs /dev/shm && exec "$@"'
+        return ["unshare", "-m", "--propagation", "private", "sh", "-c", mount, "sh", *argv]
+    return argv
 
 
 def command_line(case: GpuCase, argv: Sequence[str], workdir: Path) -> str:
     """The recorded command: the case's environment, then argv, as a shell would take it."""
-    words = ["python" if i == 0 else a.replace(str(workdir), SCRATCH) for i, a in enumerate(argv)]
+    py = argv.index(sys.executable) if sys.executable in argv else 0
+    words = ["python" if i == py else a.replace(str(workdir), SCRATCH) for i, a in enumerate(argv)]
     env = [f"{k}={shlex.quote(v)}" for k, v in sorted(case.env.items())]
     return " ".join([*env, shlex.join(words)])
 

@@ -169,3 +169,13 @@ def test_a_case_child_imports_what_the_recorder_imports(tmp_path):
     assert (out.returncode, out.stdout.strip()) == (0, "1.0"), out.stderr
     assert env["PYTHONPATH"].split(os.pathsep)[0] == str(gpu_record.ROOT)
     assert gpu_record.case_env(BY_NAME["gpus_hidden_to_cuda"], {})["CUDA_VISIBLE_DEVICES"] == ""
+
+
+def test_a_small_shm_case_runs_in_its_own_mount_namespace():
+    case = BY_NAME["nccl_small_shm"]
+    work = Path("/tmp/w")
+    argv = gpu_record.build_argv(case, work, python="/venv/bin/python")
+    assert argv[:4] == ["unshare", "-m", "--propagation", "private"]
+    assert "mount -t tmpfs -o size=1m tmpfs /dev/shm" in argv[6]
+    assert argv[8:11] == ["/venv/bin/python", "-m", "torch.distributed.run"]
+    assert gpu_record.build_argv(BY_NAME["nccl_net_ib_forced"], work, python="p")[0] == "p"
