@@ -213,6 +213,19 @@ CASES = (
         "TRL's GRPOTrainer with use_vllm=True on a GPU where vLLM is not installed (TRL on the"
         " path without it)",
         needs=("trl", "datasets"),
+        env={"PYTHONPATH": ".:/tmp/site", "CUDA_VISIBLE_DEVICES": "0"},
+        timeout=60,
+        batch=3,
+    ),
+    GpuCase(
+        # First recorded as grpo_use_vllm_not_installed with both GPUs visible: TRL refuses
+        # nn.DataParallel before it looks for vLLM, so that is the failure this case is.
+        "grpo_several_gpus_use_vllm",
+        ("TRL_SEVERAL_GPUS_ONE_PROCESS",),
+        "plain python, 2 GPUs visible: TRL's GRPOTrainer with use_vllm=True where vLLM is not"
+        " installed",
+        min_gpus=2,
+        needs=("trl", "datasets"),
         env={"PYTHONPATH": ".:/tmp/site"},
         timeout=60,
         batch=3,
@@ -432,6 +445,10 @@ def nccl_net_ib_forced(work: Path) -> None:
 
 def visible_devices_out_of_range(work: Path) -> None:
     gpus_hidden_to_cuda(work)
+
+
+def grpo_several_gpus_use_vllm(work: Path) -> None:
+    grpo_use_vllm_not_installed(work)
 
 
 def grpo_use_vllm_not_installed(work: Path) -> None:
