@@ -218,6 +218,16 @@ CASES = (
         batch=3,
     ),
     GpuCase(
+        "liger_sft_no_c_compiler",
+        ("TORCH_COMPILE_NO_COMPILER",),
+        "PATH without any C compiler, CC unset, a fresh Triton cache: TRL's SFTTrainer with"
+        " use_liger_kernel=True on a tiny Qwen2, one GPU visible",
+        needs=("trl", "datasets", "liger_kernel"),
+        env={"PYTHONPATH": ".:/tmp/site", "CUDA_VISIBLE_DEVICES": "0", "PATH": "/nonexistent-bin"},
+        timeout=60,
+        batch=4,
+    ),
+    GpuCase(
         # First recorded as grpo_use_vllm_not_installed with both GPUs visible: TRL refuses
         # nn.DataParallel before it looks for vLLM, so that is the failure this case is.
         "grpo_several_gpus_use_vllm",
@@ -445,6 +455,34 @@ def nccl_net_ib_forced(work: Path) -> None:
 
 def visible_devices_out_of_range(work: Path) -> None:
     gpus_hidden_to_cuda(work)
+
+
+def liger_sft_no_c_compiler(work: Path) -> None:
+    os.environ["TRITON_CACHE_DIR"] = str(work / "triton-cache")
+    os.environ.pop("CC", None)
+    from datasets import Dataset
+    from trl import SFTConfig, SFTTrainer
+
+    from shop_r1.tiny import make_tiny_model_and_tokenizer
+
+    texts = ["search for running shoes", "click the first result", "add to cart", "terminate"]
+    model, tokenizer = make_tiny_model_and_tokenizer(texts * 16, vocab_size=256)
+    args = SFTConfig(
+        output_dir=str(work / "out"),
+        use_liger_kernel=True,
+        per_device_train_batch_size=4,
+        max_steps=2,
+        bf16=True,
+        report_to="none",
+    )
+    trainer = SFTTrainer(
+        model=model,
+        args=args,
+        train_dataset=Dataset.from_dict({"text": texts * 4}),
+        processing_class=tokenizer,
+    )
+    trainer.train()
+    print("trained 2 steps with Liger's kernels", flush=True)
 
 
 def grpo_several_gpus_use_vllm(work: Path) -> None:
