@@ -192,6 +192,10 @@ def test_a_sigterm_the_launcher_received_is_only_a_hint():
         "251.50GB (0.955), which exceeds the memory usage threshold of 0.95.",
         # Ray 2.60's raylet wording
         "(raylet) 2 worker(s) were killed due to the node running low on memory.",
+        # an actor's death behind Ray's worker prefix, the paste cut after the exit type
+        "(WorkerDict pid=4242, ip=10.0.0.7) ray.exceptions.ActorDiedError: The actor died "
+        "unexpectedly before finishing this task.\n\tclass_name: WorkerDict\n\tThe actor is "
+        "dead because its worker process has died. Worker exit type: NODE_OUT_OF_MEMORY",
     ],
 )
 def test_rays_memory_monitor_killing_workers_is_host_oom(log):
