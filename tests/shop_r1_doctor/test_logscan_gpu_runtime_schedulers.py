@@ -221,3 +221,33 @@ def test_the_users_own_config_class_is_not_read_as_skew():
         "declaring the class in global scope"
     )
     assert "PACKAGE_VERSION_SKEW" not in _codes(log)
+
+
+# --- NCCL_IB_UNUSABLE: a forced network transport that cannot start ------------------------
+
+
+@pytest.mark.parametrize(
+    "log",
+    [
+        # NCCL 2.28's warning, then the error torch raises with NCCL's last error
+        "vm:822:822 [0] plugin/net.cc:379 NCCL WARN Failed to initialize any NET plugin\n"
+        "[rank0]: torch.distributed.DistBackendError: NCCL error in: NCCLUtils.cpp:93, "
+        "invalid usage (run with NCCL_DEBUG=WARN for details), NCCL version 2.28.9\n"
+        "[rank0]: Last error:\n[rank0]: Failed to initialize any NET plugin",
+        # an older NCCL with NCCL_NET=IB on a node without an HCA
+        "node1:4242:4300 [0] NCCL INFO NET/IB : No device found.",
+        # pasted lower-cased
+        "ncclinvalidusage ... last error: failed to initialize any net plugin",
+    ],
+)
+def test_a_forced_nccl_transport_that_cannot_start(log):
+    assert "NCCL_IB_UNUSABLE" in _codes(log)
+    assert readings(log)[0][0] == "NCCL_IB_UNUSABLE"
+
+
+def test_nccl_choosing_its_transport_is_not_a_failure():
+    log = (
+        "node1:4242:4300 [0] NCCL INFO NET/IB : Using [0]mlx5_0:1/IB ; OOB eth0:10.0.0.1<0>\n"
+        "node1:4242:4300 [0] NCCL INFO Using network IB\n"
+    )
+    assert "NCCL_IB_UNUSABLE" not in _codes(log)
