@@ -228,6 +228,49 @@ CASES = (
         batch=4,
     ),
     GpuCase(
+        "trl_vllm_server_unreachable",
+        ("TRL_VLLM_SERVER_UNREACHABLE",),
+        "TRL's GRPOTrainer with use_vllm=True, vllm_mode='server' on 127.0.0.1:8765 where no"
+        " server listens (vllm_server_timeout=15), one GPU visible",
+        needs=("trl", "datasets", "vllm"),
+        env={"CUDA_VISIBLE_DEVICES": "0"},
+        timeout=75,
+        batch=5,
+    ),
+    GpuCase(
+        "vllm_tp_exceeds_gpus",
+        ("DEVICE_ORDINAL_OUT_OF_RANGE", "NODE_GPU_COUNT_MISMATCH"),
+        "vLLM LLM(a tiny random Llama, tensor_parallel_size=2) with one GPU visible",
+        needs=("vllm",),
+        env={"CUDA_VISIBLE_DEVICES": "0"},
+        timeout=75,
+        batch=5,
+    ),
+    GpuCase(
+        "vllm_serve_port_busy",
+        ("VLLM_PORT_EADDRINUSE", "DIST_PORT_IN_USE"),
+        "`vllm serve` (as `trl vllm-serve` runs it) of a tiny model on port 8766, which another"
+        " socket already listens on",
+        needs=("vllm",),
+        env={"CUDA_VISIBLE_DEVICES": "0"},
+        timeout=90,
+        batch=5,
+    ),
+    GpuCase(
+        "grpo_colocate_after_training_memory",
+        ("TRL_COLOCATE_MEMORY_BUDGET", "VLLM_KV_CACHE_NO_MEMORY"),
+        "one process holds 20 GiB of training state on the GPU, then TRL's GRPOTrainer with"
+        " vllm_mode='colocate' and vllm_gpu_memory_utilization=0.9",
+        needs=("trl", "datasets", "vllm"),
+        env={
+            "CUDA_VISIBLE_DEVICES": "0",
+            **{"RANK": "0", "LOCAL_RANK": "0", "WORLD_SIZE": "1"},
+            **{"MASTER_ADDR": "127.0.0.1", "MASTER_PORT": "29534"},
+        },
+        timeout=90,
+        batch=5,
+    ),
+    GpuCase(
         # First recorded as grpo_use_vllm_not_installed with both GPUs visible: TRL refuses
         # nn.DataParallel before it looks for vLLM, so that is the failure this case is.
         "grpo_several_gpus_use_vllm",
@@ -483,6 +526,81 @@ def liger_sft_no_c_compiler(work: Path) -> None:
     )
     trainer.train()
     print("trained 2 steps with Liger's kernels", flush=True)
+
+
+def _tiny_qwen(work: Path) -> Path:
+    """A tiny random Qwen2 with its tokenizer, saved where vLLM and TRL load it."""
+    from shop_r1.tiny import make_tiny_model_and_tokenizer
+
+    texts = ["search for running shoes", "click the first result", "add to cart", "terminate"]
+    model, tokenizer = make_tiny_model_and_tokenizer(texts * 16, vocab_size=256)
+    model.save_pretrained(work / "tiny-qwen2")
+    tokenizer.save_pretrained(work / "tiny-qwen2")
+    return work / "tiny-qwen2"
+
+
+def _grpo(work: Path, **vllm: object) -> None:
+    from datasets import Dataset
+    from trl import GRPOConfig, GRPOTrainer
+
+    texts = ["search for running shoes", "click the first result", "add to cart", "terminate"]
+    args = GRPOConfig(
+        output_dir=str(work / "out"),
+        use_vllm=True,
+        per_device_train_batch_size=4,
+        num_generations=4,
+        max_completion_length=8,
+        max_steps=1,
+        report_to="none",
+        **vllm,
+    )
+    trainer = GRPOTrainer(
+        model=str(_tiny_qwen(work)),
+        reward_funcs=lambda completions, **_: [0.0] * len(completions),
+        args=args,
+        train_dataset=Dataset.from_dict({"prompt": texts * 4}),
+    )
+    trainer.train()
+
+
+def trl_vllm_server_unreachable(work: Path) -> None:
+    _grpo(
+        work,
+        vllm_mode="server",
+        vllm_server_host="127.0.0.1",
+        vllm_server_port=8765,
+        vllm_server_timeout=15,
+    )
+
+
+def vllm_tp_exceeds_gpus(work: Path) -> None:
+    from vllm import LLM
+
+    LLM(model=str(_tiny_qwen(work)), tensor_parallel_size=2, enforce_eager=True)
+
+
+def vllm_serve_port_busy(work: Path) -> None:
+    import socket
+    import subprocess
+
+    model = _tiny_qwen(work)
+    busy = socket.socket()
+    busy.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+    busy.bind(("0.0.0.0", 8766))
+    busy.listen()
+    cmd = [sys.executable, "-m", "vllm.entrypoints.cli.main", "serve", str(model)]
+    cmd += ["--port", "8766", "--enforce-eager", "--gpu-memory-utilization", "0.3"]
+    code = subprocess.call(cmd, timeout=80)
+    busy.close()
+    sys.exit(code)
+
+
+def grpo_colocate_after_training_memory(work: Path) -> None:
+    import torch
+
+    state = torch.empty(20 * 2**30, dtype=torch.uint8, device="cuda")
+    state.fill_(1)
+    _grpo(work, vllm_mode="colocate", vllm_gpu_memory_utilization=0.9)
 
 
 def grpo_several_gpus_use_vllm(work: Path) -> None:
