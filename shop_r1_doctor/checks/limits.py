@@ -225,7 +225,9 @@ def cache_not_writable(facts: Facts) -> Iterator[Finding]:
         )
         yield finding(
             "CACHE_DIR_NOT_WRITABLE",
-            f"{c.name} {c.path}: {where} {why}",
+            f"{c.name} {c.path} {why}"
+            if where == c.path
+            else f"{c.name} {c.path}: its nearest existing parent {where} {why}",
             detail=f"{c.name} is where the stack writes downloads, locks and compiled "
             "kernels; the first write fails with '[Errno 30] Read-only file system' or "
             "'[Errno 13] Permission denied'.",
