@@ -20,12 +20,12 @@ from __future__ import annotations
 import os
 import re
 import sys
-import tempfile
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
 from shop_r1_doctor.probes.deps import ProbeDeps
+from shop_r1_doctor.probes.host import temp_dir
 from shop_r1_doctor.redact import redact_home
 
 UNLIMITED = -1  # how the section writes RLIM_INFINITY and a cgroup's "max"
@@ -154,10 +154,10 @@ def cache_dirs(environ: Mapping[str, str], home: str) -> list[tuple[str, str]]:
     $HF_HOME/hub), HF_MODULES_CACHE (remote code, default $HF_HOME/modules); datasets:
     HF_DATASETS_CACHE (default $HF_HOME/datasets); Triton: TRITON_CACHE_DIR (default
     ~/.triton/cache); Inductor: TORCHINDUCTOR_CACHE_DIR (default <temp>/torchinductor_<user>);
-    the temp dir: TMPDIR, else /tmp."""
+    the temp dir: TMPDIR, TEMP or TMP, else /tmp (as the host probe reads it)."""
     xdg = environ.get("XDG_CACHE_HOME") or os.path.join(home, ".cache")
     hf_home = environ.get("HF_HOME") or os.path.join(xdg, "huggingface")
-    temp = environ.get("TMPDIR") or tempfile.gettempdir()
+    temp = temp_dir(environ)
     user = _user(environ)
     return [
         ("HF_HOME", hf_home),

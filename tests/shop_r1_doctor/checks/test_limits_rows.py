@@ -119,7 +119,15 @@ PIDS_ROWS = [
         64,
         [("warning", "1024", "1168")],
     ),
-    ("ulimit -u 6 as nobody", None, 6, 65534, [], 2, [("warning", "6", "uid 65534", "limits.conf nproc")]),
+    (
+        "ulimit -u 6 as nobody",
+        None,
+        6,
+        65534,
+        [],
+        2,
+        [("warning", "6", "uid 65534", "limits.conf nproc")],
+    ),
     ("ulimit -u 6 as root: exempt", None, 6, 0, [], 2, []),
     ("nproc 4096 as a user", None, 4096, 1000, [], 2, []),
 ]
