@@ -169,3 +169,24 @@ def test_cache_paths_follow_the_variables_the_libraries_read():
         "TMPDIR": "/scratch/tmp",
     }
     assert dict(cache_dirs({"XDG_CACHE_HOME": "/x"}, "/h"))["HF_HUB_CACHE"] == "/x/huggingface/hub"
+
+
+def test_a_probe_thread_that_cannot_start_runs_inline(tmp_path, monkeypatch):
+    """Under the pids limit this probe reports, `can't start new thread`: the snapshot is
+    still made, the probe run in the collecting thread."""
+    import threading
+
+    from shop_r1_doctor.probes.collect import collect_snapshot
+
+    start = threading.Thread.start
+
+    def refuse(self):
+        if self.name in ("probe-limits", "probe-env"):
+            raise RuntimeError("can't start new thread")
+        return start(self)
+
+    monkeypatch.setattr(threading.Thread, "start", refuse)
+    snap = collect_snapshot(fast=True, deps=make_deps(tmp_path), timeout=5)
+    assert snap["probes"]["limits"]["status"] == "ok"
+    assert snap["probes"]["env"]["status"] == "ok"
+    assert isinstance(snap["limits"]["caches"], list)
