@@ -4,7 +4,9 @@ findings on the machine that ran it, and what `shop-r1 run` saw (memory evidence
 Pure: the callers collect the log, the findings and the run's own findings. Joins are
 data: a log symptom (`knowledge/log_symptoms.yaml`) names the doctor codes that explain
 it (`explained_by`), and a log signature's code is explained by a doctor code whose
-codes.yaml entry lists it (`explains`). A joined cause leads, with both the log line and
+codes.yaml entry lists it (`explains`), or by a doctor finding of the same code (the
+machine's setting behind the log's failure: a low `ulimit -n` and the DataLoader's
+"Too many open files"). A joined cause leads, with both the log line and
 the finding as evidence. `Diagnosis.to_json()` is the `shop-r1.diagnosis/1` contract.
 """
 
@@ -160,7 +162,7 @@ def rank_causes(
 
     for s, m in symptoms:
         line = _log_line(text, m.start())
-        explaining = next((f for f in active if f.code in s.explained_by), None)
+        explaining = next((f for f in active if f.code in (s.code, *s.explained_by)), None)
         if explaining is not None:
             used.add(explaining.code)
             add(0, _joined(explaining, s.title, line))
@@ -176,7 +178,7 @@ def rank_causes(
         sig = rm.signature
         line = EvidenceLine("log", rm.match.line, rm.match.line_no)
         why = tuple(EvidenceLine("log", w) for w in rm.why)
-        explaining = next((f for f in active if sig.code in _explains(codes, f.code)), None)
+        explaining = next((f for f in active if _explains_code(codes, f.code, sig.code)), None)
         if explaining is not None:
             used.add(explaining.code)
             add(0, _joined(explaining, sig.title, line))
@@ -200,9 +202,11 @@ def rank_causes(
     return Diagnosis(tuple(unique.values()), kept)
 
 
-def _explains(codes: Any, code: str) -> tuple[str, ...]:
-    info = codes.get(code)
-    return info.explains if info else ()
+def _explains_code(codes: Any, doctor_code: str, log_code: str) -> bool:
+    """The doctor's finding explains the log's reading: the same code (the machine shows
+    the setting, the log the failure it caused) or one its codes.yaml entry `explains`."""
+    info = codes.get(doctor_code)
+    return doctor_code == log_code or (info is not None and log_code in info.explains)
 
 
 def _joined(f: Finding, symptom: str, line: EvidenceLine) -> Cause:

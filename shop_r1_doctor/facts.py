@@ -27,6 +27,7 @@ from shop_r1_doctor.sections import (
     GpuPair,
     HostFacts,
     ImportFacts,
+    LimitsFacts,
     NotProbed,
     ProbeRecord,
     RayFacts,
@@ -229,6 +230,13 @@ class Facts:
         """CUDA_HOME and nvcc; every field NOT_PROBED when the snapshot has no section."""
         value = self.raw.get("cuda_toolkit")
         return lenient(value, ToolkitFacts) if isinstance(value, dict) else ToolkitFacts()
+
+    @functools.cached_property
+    def limits(self) -> LimitsFacts:
+        """Resource limits, cgroup pids/memory limits, cache dirs and network interfaces
+        (probes/limits.py); every field NOT_PROBED when the snapshot has no section."""
+        value = self.raw.get("limits")
+        return lenient(value, LimitsFacts) if isinstance(value, dict) else LimitsFacts()
 
     @functools.cached_property
     def ray(self) -> RayFacts | NotProbed | None:

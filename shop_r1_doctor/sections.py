@@ -80,6 +80,53 @@ class HostFacts(msgspec.Struct, frozen=True, kw_only=True):
     libcuda_in_ldconfig: bool | NotProbed | None = NOT_PROBED  # asked under WSL only
 
 
+class RlimitFacts(msgspec.Struct, frozen=True, kw_only=True):
+    """One resource limit of the probing process (`resource.getrlimit`); -1: unlimited."""
+
+    soft: int | NotProbed = NOT_PROBED
+    hard: int | NotProbed = NOT_PROBED
+
+
+class RlimitsFacts(msgspec.Struct, frozen=True, kw_only=True):
+    """`limits.rlimits`: open files, processes/threads per user, address space."""
+
+    nofile: RlimitFacts | NotProbed = NOT_PROBED
+    nproc: RlimitFacts | NotProbed = NOT_PROBED
+    address_space: RlimitFacts | NotProbed = NOT_PROBED
+
+
+class PidsCgroupFacts(msgspec.Struct, frozen=True, kw_only=True):
+    """`limits.pids_cgroup`: the pids cgroup level (own or an ancestor) with least headroom."""
+
+    version: str | NotProbed | None = NOT_PROBED  # "v2" / "v1"
+    path: str | NotProbed | None = NOT_PROBED
+    max: int | NotProbed | None = NOT_PROBED  # -1: no limit
+    current: int | NotProbed | None = NOT_PROBED
+
+
+class CacheDirFacts(msgspec.Struct, frozen=True, kw_only=True):
+    """One cache directory the stack writes (`limits.caches`), home-redacted."""
+
+    name: str | NotProbed = NOT_PROBED  # the variable that sets it: HF_HOME, TRITON_CACHE_DIR, ...
+    path: str | NotProbed = NOT_PROBED
+    exists: bool | NotProbed | None = NOT_PROBED
+    checked: str | NotProbed | None = NOT_PROBED  # the path, or its nearest existing parent
+    writable: bool | NotProbed | None = NOT_PROBED  # by this user (os.access W_OK|X_OK)
+    read_only_mount: bool | NotProbed | None = NOT_PROBED  # statvfs ST_RDONLY
+
+
+class LimitsFacts(msgspec.Struct, frozen=True, kw_only=True):
+    """The `limits` section (probes/limits.py): what the run inherits from its shell,
+    container or scheduler."""
+
+    rlimits: RlimitsFacts | NotProbed = NOT_PROBED
+    euid: int | NotProbed | None = NOT_PROBED  # 0: RLIMIT_NPROC does not apply
+    pids_cgroup: PidsCgroupFacts | NotProbed | None = NOT_PROBED  # None: no cgroups visible
+    memory_max: int | NotProbed | None = NOT_PROBED  # bytes; -1: no limit
+    caches: tuple[CacheDirFacts, ...] | NotProbed = NOT_PROBED
+    net_interfaces: tuple[str, ...] | NotProbed | None = NOT_PROBED  # /sys/class/net
+
+
 class DriverFacts(msgspec.Struct, frozen=True, kw_only=True):
     """The `driver` section (NVML, nvidia-smi, a dump): the NVIDIA driver."""
 

@@ -629,6 +629,37 @@ CASES: list[tuple[str, dict[str, Any]]] = [
         },
     ),
     ("DISK_LOW", {"host": {"disk_free_bytes": {"~/.cache/huggingface": 3 * GIB}}}),
+    # the limits probe's section (rows: tests/shop_r1_doctor/checks/test_limits_rows.py)
+    ("DATALOADER_FD_LIMIT", {"limits": {"rlimits": {"nofile": {"soft": 1024, "hard": 1024}}}}),
+    (
+        "PROCESS_LIMIT_REACHED",
+        {"limits": {"pids_cgroup": {"version": "v2", "path": "/job", "max": 32, "current": 3}}},
+    ),
+    (
+        "ADDRESS_SPACE_LIMIT",
+        {"limits": {"rlimits": {"address_space": {"soft": 8 * GIB, "hard": -1}}}},
+    ),
+    (
+        "CACHE_DIR_NOT_WRITABLE",
+        {
+            "limits": {
+                "caches": [
+                    {
+                        "name": "HF_HOME",
+                        "path": "/ro/hf",
+                        "checked": "/ro/hf",
+                        "writable": True,
+                        "read_only_mount": True,
+                    }
+                ]
+            }
+        },
+    ),
+    (
+        "NCCL_SOCKET_IFNAME_NO_MATCH",
+        {"env": {"NCCL_SOCKET_IFNAME": "nosuch0"}, "limits": {"net_interfaces": ["eth0", "lo"]}},
+    ),
+    ("CUDA_ALLOC_CONF_INVALID", {"env": {"PYTORCH_CUDA_ALLOC_CONF": "expandable_segment:True"}}),
     ("PROBE_CRASH", {"probes": {"torch": {"status": "crash", "detail": "SIGSEGV"}}}),
     ("PROBE_TIMEOUT", {"probes": {"torch": {"status": "timeout", "detail": "no answer in 20 s"}}}),
     ("PROBE_ERROR", {"probes": {"gpu": {"status": "error", "detail": "NVMLError: Unknown"}}}),

@@ -16,6 +16,7 @@ from shop_r1_doctor.checks import (
     docker,
     flash_attn,
     gpu_driver,
+    limits,
     nccl,
     packages,
     plan,
@@ -48,6 +49,7 @@ MODULES = (
     docker,
     packages,
     resources,
+    limits,
     plan,
     plan_memory,
 )

@@ -207,6 +207,24 @@ class LigerDsl(Contract, frozen=True):
         return {f"LIGER_KERNEL_IMPL_{op.upper()}": self.impl for op in self.ops}
 
 
+class AllocKey(Contract, frozen=True):
+    """One key PYTORCH_CUDA_ALLOC_CONF accepts, the kind of value its parser takes, and
+    the first torch that knows it where a versioned document says so."""
+
+    key: str
+    value: Literal["int", "float", "bool", "backend", "any"]
+    source: str
+    since: Version | None = None
+
+
+class AllocConf(Contract, frozen=True):
+    variables: tuple[str, ...]
+    keys: tuple[AllocKey, ...]
+
+    def key(self, name: str) -> AllocKey | None:
+        return next((k for k in self.keys if k.key == name), None)
+
+
 class Compat(Contract, frozen=True):
     schema: Literal["shop-r1.compat/1"]
     driver_min: tuple[DriverMin, ...]
@@ -229,6 +247,7 @@ class Compat(Contract, frozen=True):
     numpy2: Numpy2
     hf_xet: HfXet
     liger_cutedsl: LigerDsl
+    cuda_alloc_conf: AllocConf
     as_of: str = ""
 
     @property

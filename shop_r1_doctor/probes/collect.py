@@ -27,6 +27,7 @@ from shop_r1_doctor.probes import (
     gpu,
     host,
     imports,
+    limits,
     packages,
     ray_probe,
     torch_probe,
@@ -49,6 +50,7 @@ SECTION_ORDER = (
     "imports",
     "ray",
     "docker",
+    "limits",
     "env",
 )
 
@@ -167,6 +169,7 @@ def collect_snapshot(
     add("cuda_toolkit", quick, lambda: Outcome(cuda_toolkit.probe_cuda_toolkit(deps, quick)))
     add("packages", quick, lambda: Outcome(packages.probe_packages(deps)))
     add("env", quick, lambda: Outcome(env.probe_env(deps)))
+    add("limits", quick, lambda: Outcome(limits.probe_limits(deps)))
     add("ray", quick, lambda: Outcome(ray_probe.probe_ray(deps, dists(), min(quick, 1.0))))
     add("docker", quick, lambda: Outcome(docker_probe.probe_docker(deps, min(quick, 1.0))))
     add("torch", timeout + quick, torch_job)
@@ -192,9 +195,15 @@ def collect_snapshot(
         add(f"imports.{group.key}", timeout + quick, import_job)
 
     def start(name: str) -> None:
-        threading.Thread(
+        thread = threading.Thread(
             target=_run, args=(slots[name], jobs[name]), name=f"probe-{name}", daemon=True
-        ).start()
+        )
+        try:
+            thread.start()
+        except RuntimeError:
+            # "can't start new thread": the pids or process limit the limits probe is
+            # there to report. Run the probe here, so the report still gets made.
+            _run(slots[name], jobs[name])
 
     # Scanned once, here, before any thread competes for the GIL. A failure is raised
     # again (and recorded) by each probe that needs the dists.

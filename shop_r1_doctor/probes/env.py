@@ -72,6 +72,7 @@ NAMES = frozenset(
         "PYTHONUTF8",
         "container",
         "KUBERNETES_SERVICE_HOST",
+        "GLOO_SOCKET_IFNAME",
     }
 )
 
