@@ -251,3 +251,48 @@ def test_nccl_choosing_its_transport_is_not_a_failure():
         "node1:4242:4300 [0] NCCL INFO Using network IB\n"
     )
     assert "NCCL_IB_UNUSABLE" not in _codes(log)
+
+
+# --- vLLM inside the trainer: its free-memory refusal is the colocate budget ---------------
+
+_FREE = (
+    "ValueError: Free memory on device cuda:0 (40.1/79.18 GiB) on startup is less than desired "
+    "GPU memory utilization (0.7, 55.43 GiB). Decrease GPU memory utilization or reduce GPU "
+    "memory used by other processes."
+)
+
+
+@pytest.mark.parametrize(
+    "frame",
+    [
+        # TRL 1.x: the trainer's VLLMGeneration builds the engine
+        '  File "/venv/lib/python3.12/site-packages/trl/generation/vllm_generation.py", line 347,'
+        " in _init_vllm\n    self.llm = LLM(\n",
+        # TRL 0.x built it in the trainer itself, on Windows paths
+        '  File "C:\\envs\\rl\\Lib\\site-packages\\trl\\trainer\\grpo_trainer.py", line 612, in'
+        " __init__\n    self.llm = LLM(\n",
+        # verl's hybrid engine, behind Ray's worker prefix
+        '(WorkerDict pid=4242)   File "/opt/verl/verl/workers/rollout/vllm_rollout/'
+        'vllm_rollout_spmd.py", line 157, in __init__\n(WorkerDict pid=4242)     '
+        "self.inference_engine = LLM(\n",
+    ],
+)
+def test_vllm_built_in_the_trainer_refusing_memory_is_the_colocate_budget(frame):
+    assert readings(frame + _FREE)[0] == ("TRL_COLOCATE_MEMORY_BUDGET", "error")
+
+
+def test_a_vllm_server_refusing_memory_stays_other_processes():
+    log = "(APIServer pid=77) INFO 11-26 vllm serve /models/qwen --port 8000\n" + _FREE
+    assert readings(log)[0][0] == "GPU_BUSY_OTHER_PROCESSES"
+
+
+@pytest.mark.parametrize(
+    "log",
+    [
+        "  Value error, World size (2) is larger than the number of available GPUs (1) in this"
+        " node. If this is intentional and you are using:",
+        "valueerror: world size (8) is larger than the number of available gpus (4) in this node.",
+    ],
+)
+def test_vllm_parallel_over_more_gpus_than_visible(log):
+    assert readings(log)[0][0] == "DEVICE_ORDINAL_OUT_OF_RANGE"
