@@ -30,14 +30,20 @@ CASES = (
     FaultCase(
         FAMILY,
         "torchrun_nproc_gpu",
-        ("TORCH_CPU_ONLY_BUILD",),
+        # what it prints (torch found no GPU) names no build: a CUDA build with hidden GPUs
+        # prints the same, so the log alone reads TORCH_CUDA_UNAVAILABLE (a +cpu in the log
+        # makes TORCH_CPU_ONLY_BUILD lead)
+        ("TORCH_CPU_ONLY_BUILD", "TORCH_CUDA_UNAVAILABLE"),
         "torchrun --nproc-per-node gpu (one process per GPU) on a machine whose torch sees none",
         timeout=60,
     ),
     FaultCase(
         FAMILY,
         "accelerate_multi_gpu_device_map",
-        ("TORCH_CPU_ONLY_BUILD",),
+        # what it prints (torch found no GPU) names no build: a CUDA build with hidden GPUs
+        # prints the same, so the log alone reads TORCH_CUDA_UNAVAILABLE (a +cpu in the log
+        # makes TORCH_CPU_ONLY_BUILD lead)
+        ("TORCH_CPU_ONLY_BUILD", "TORCH_CUDA_UNAVAILABLE"),
         "accelerate launch --multi_gpu --num_processes 2 of a script loading a tiny local model"
         " with device_map={'': accelerator.local_process_index} (TRL's examples' pattern)",
         env={"HF_HUB_OFFLINE": "1"},
