@@ -34,6 +34,8 @@ class GpuCase:
     # > 0: run in a private mount namespace whose /dev/shm is a tmpfs of this many MiB
     # (a container's default is 64 MiB), as `unshare -m` + `mount -t tmpfs` make it
     shm_mib: float = 0
+    # > 0: an address-space limit (`ulimit -v`, KiB), as HPC schedulers set per job
+    vmem_kib: int = 0
     timeout: float = 90.0
 
     @property
@@ -269,6 +271,15 @@ CASES = (
         },
         timeout=90,
         batch=5,
+    ),
+    GpuCase(
+        "cuda_under_vmem_limit",
+        ("ADDRESS_SPACE_LIMIT",),
+        "ulimit -v 16 GiB (a scheduler's per-job virtual-memory limit; the host has far more RAM),"
+        " then a tensor on cuda:0",
+        vmem_kib=16 * 2**20,
+        timeout=45,
+        batch=6,
     ),
     GpuCase(
         # First recorded as grpo_use_vllm_not_installed with both GPUs visible: TRL refuses
@@ -601,6 +612,13 @@ def grpo_colocate_after_training_memory(work: Path) -> None:
     state = torch.empty(20 * 2**30, dtype=torch.uint8, device="cuda")
     state.fill_(1)
     _grpo(work, vllm_mode="colocate", vllm_gpu_memory_utilization=0.9)
+
+
+def cuda_under_vmem_limit(work: Path) -> None:
+    import torch
+
+    x = torch.ones(1024, 1024, device="cuda:0")
+    print(f"allocated on cuda:0: {x.sum().item()}", flush=True)
 
 
 def grpo_several_gpus_use_vllm(work: Path) -> None:

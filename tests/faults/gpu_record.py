@@ -89,6 +89,8 @@ def build_argv(case: GpuCase, workdir: Path, python: str = sys.executable) -> li
         argv = [python, *launch, *driver]
     else:
         argv = [python, *driver]
+    if case.vmem_kib:
+        argv = ["bash", "-c", f'ulimit -v {case.vmem_kib} && exec "$@"', "bash", *argv]
     if case.shm_mib:
         # A private mount namespace: the machine's own /dev/shm stays as it is.
         mount = f'mount -t tmpfs -o size={case.shm_mib:g}m tmpfs /dev/shm && exec "$@"'

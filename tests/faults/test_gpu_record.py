@@ -179,3 +179,9 @@ def test_a_small_shm_case_runs_in_its_own_mount_namespace():
     assert "mount -t tmpfs -o size=1m tmpfs /dev/shm" in argv[6]
     assert argv[8:11] == ["/venv/bin/python", "-m", "torch.distributed.run"]
     assert gpu_record.build_argv(BY_NAME["nccl_net_ib_forced"], work, python="p")[0] == "p"
+
+
+def test_a_vmem_case_sets_the_limit_before_python_starts():
+    argv = gpu_record.build_argv(BY_NAME["cuda_under_vmem_limit"], Path("/tmp/w"), python="py")
+    assert argv[:3] == ["bash", "-c", f'ulimit -v {16 * 2**20} && exec "$@"']
+    assert argv[4:7] == ["py", "-m", "tests.faults.gpu_faults"]
