@@ -169,7 +169,10 @@ def address_space_limit(facts: Facts) -> Iterator[Finding]:
             "the process's address space (unified addressing), torch's expandable segments "
             "reserve 1.125x a GPU's memory up front (pytorch/pytorch#192269) and NCCL's "
             "memory pools 2x per pool (NVIDIA/nccl#2064), so the GPUs cannot be used under "
-            "this limit."
+            "this limit. Measured on an H100 80GB: CUDA's first use needs 16-24 GiB of "
+            "address space, a 40 GiB allocation 48-64 GiB, an 8 GiB one with expandable "
+            "segments 96-128 GiB (benchmarks/results/h100_vmem_limits/); below that CUDA "
+            "says 'out of memory', as for a full GPU."
         )
     fix = "ulimit -v unlimited before the run"
     if hard != UNLIMITED:

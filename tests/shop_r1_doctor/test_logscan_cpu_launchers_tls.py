@@ -183,7 +183,7 @@ STEPS = "[rank 0] step 10 loss 0.31\n[rank 1] step 10 loss 0.29\n"
     ],
 )
 def test_the_launcher_sent_sigterm_mid_run_is_a_time_limit_or_preemption(tail):
-    assert readings(STEPS + tail)[0] == ("JOB_TIME_LIMIT_OR_PREEMPTION", "error")
+    assert readings(STEPS + tail)[0] == ("JOB_TIME_LIMIT_OR_PREEMPTION", "warning")
 
 
 @pytest.mark.parametrize(

@@ -170,8 +170,9 @@ def test_the_schedulers_own_record_is_an_error(log):
     assert readings(log)[0] == ("JOB_TIME_LIMIT_OR_PREEMPTION", "error")
 
 
-def test_a_sigterm_the_launcher_received_is_only_a_hint():
-    assert readings(SIGTERM) == [("JOB_TIME_LIMIT_OR_PREEMPTION", "info")]
+def test_a_sigterm_the_launcher_received_is_not_an_error():
+    # the stop from outside is shown; that a scheduler sent it is not
+    assert readings(SIGTERM) == [("JOB_TIME_LIMIT_OR_PREEMPTION", "warning")]
 
 
 # --- HOST_OOM_KILLED from Ray's memory monitor ---------------------------------------------
@@ -296,3 +297,24 @@ def test_a_vllm_server_refusing_memory_stays_other_processes():
 )
 def test_vllm_parallel_over_more_gpus_than_visible(log):
     assert readings(log)[0][0] == "DEVICE_ORDINAL_OUT_OF_RANGE"
+
+
+# --- ADDRESS_SPACE_LIMIT: CUDA's out-of-memory under `ulimit -v` -----------------------------
+
+
+@pytest.mark.parametrize(
+    "log",
+    [
+        "$ ulimit -v 16777216\n$ python train.py\ntorch.AcceleratorError: CUDA error: out of memory",
+        "#$ -l h_vmem=32G\nRuntimeError: CUDA driver error: out of memory",
+        "virtual memory (kbytes, -v) 33554432\ntorch.OutOfMemoryError: CUDA out of memory. Tried "
+        "to allocate 20.00 MiB. GPU 0 has a total capacity of 79.19 GiB of which 78.1 GiB is free.",
+    ],
+)
+def test_cuda_out_of_memory_under_an_address_space_limit(log):
+    assert readings(log)[0] == ("ADDRESS_SPACE_LIMIT", "error")
+
+
+def test_cuda_out_of_memory_without_a_limit_stays_the_gpu():
+    log = "virtual memory (kbytes, -v) unlimited\ntorch.AcceleratorError: CUDA error: out of memory"
+    assert readings(log)[0][0] == "GPU_OUT_OF_MEMORY"
