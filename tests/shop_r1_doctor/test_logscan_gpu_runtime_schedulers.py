@@ -312,7 +312,7 @@ def test_vllm_parallel_over_more_gpus_than_visible(log):
     ],
 )
 def test_cuda_out_of_memory_under_an_address_space_limit(log):
-    assert readings(log)[0] == ("ADDRESS_SPACE_LIMIT", "error")
+    assert readings(log)[0] == ("ADDRESS_SPACE_LIMIT", "warning")
 
 
 def test_cuda_out_of_memory_without_a_limit_stays_the_gpu():

@@ -121,12 +121,16 @@ def test_a_refused_file_mapping_is_a_warning():
     assert readings(log)[0] == ("ADDRESS_SPACE_LIMIT", "warning")
 
 
-def test_gpu_and_ray_out_of_memory_are_not_an_address_space_limit():
-    for oom in (
-        "torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 2.00 GiB.",
-        "ray.exceptions.OutOfMemoryError: Task was killed due to the node running low on memory.",
-    ):
-        assert "ADDRESS_SPACE_LIMIT" not in codes(f"ulimit -v 8000000\n{oom}")
+def test_ray_out_of_memory_is_not_an_address_space_limit():
+    oom = "ray.exceptions.OutOfMemoryError: Task was killed due to the node running low on memory."
+    assert "ADDRESS_SPACE_LIMIT" not in codes(f"ulimit -v 8000000\n{oom}")
+
+
+def test_cuda_out_of_memory_under_a_shown_limit_is_at_most_a_warning():
+    # CUDA maps the GPU's memory into the address space (an H100 needs 16-24 GiB for its
+    # first use), so the limit is the likely cause, but a full GPU prints the same words
+    oom = "torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 2.00 GiB."
+    assert readings(f"ulimit -v 8000000\n{oom}")[0] == ("ADDRESS_SPACE_LIMIT", "warning")
 
 
 # --- CACHE_DIR_NOT_WRITABLE / OUTPUT_DIR_NOT_WRITABLE -------------------------------------
