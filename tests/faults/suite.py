@@ -37,6 +37,7 @@ FAMILIES = (
     "cuda_home_missing",
     "hub_tls",
     "preempted",
+    "ray_runtime",
     "user_bugs",
 )
 
