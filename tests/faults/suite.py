@@ -38,6 +38,7 @@ FAMILIES = (
     "hub_tls",
     "preempted",
     "ray_runtime",
+    "pip_install",
     "user_bugs",
 )
 
