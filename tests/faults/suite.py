@@ -39,6 +39,7 @@ FAMILIES = (
     "preempted",
     "ray_runtime",
     "pip_install",
+    "docker_engine",
     "user_bugs",
 )
 
