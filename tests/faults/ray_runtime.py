@@ -190,7 +190,6 @@ def driver_older_than_head(work: Path) -> None:
         sys.path.insert(0, os.environ[ENV])
         import ray
 
-        print(f"driver's ray {ray.__version__} from {Path(ray.__file__).parent}", flush=True)
         ray.init(address=f"127.0.0.1:{SKEW_PORT}")
         print(ray.get(ray.put(1)))
     finally:

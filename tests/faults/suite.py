@@ -40,6 +40,7 @@ FAMILIES = (
     "ray_runtime",
     "pip_install",
     "docker_engine",
+    "hub_cache_partial",
     "user_bugs",
 )
 
