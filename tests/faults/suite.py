@@ -41,6 +41,7 @@ FAMILIES = (
     "pip_install",
     "docker_engine",
     "hub_cache_partial",
+    "xformers_wheel",
     "user_bugs",
 )
 
