@@ -37,6 +37,11 @@ FAMILIES = (
     "cuda_home_missing",
     "hub_tls",
     "preempted",
+    "ray_runtime",
+    "pip_install",
+    "docker_engine",
+    "hub_cache_partial",
+    "xformers_wheel",
     "user_bugs",
 )
 
