@@ -18,7 +18,7 @@ from shop_r1_doctor.checks._base import (
     visible_gpus,
 )
 from shop_r1_doctor.facts import Facts, PackageFacts, parse_version, shown
-from shop_r1_doctor.findings import Finding
+from shop_r1_doctor.findings import Finding, Severity
 from shop_r1_doctor.hardware import gpu_info
 from shop_r1_doctor.knowledge import load_compat
 from shop_r1_doctor.target_python import pip_command
@@ -141,7 +141,7 @@ def host_buffers_in_shm(facts: Facts, nccl: Version) -> str | None:
     return None
 
 
-def shm_cause(facts: Facts, nccl: Version) -> tuple[str, str]:
+def shm_cause(facts: Facts, nccl: Version) -> tuple[Severity, str]:
     """(severity, why) for a small /dev/shm under this NCCL and its settings."""
     know = load_compat().nccl_shm
     cumem = facts.env_value("NCCL_CUMEM_ENABLE")
