@@ -18,7 +18,7 @@ from shop_r1_doctor.checks._base import (
     visible_gpus,
 )
 from shop_r1_doctor.facts import Facts, PackageFacts, parse_version, shown
-from shop_r1_doctor.findings import Finding
+from shop_r1_doctor.findings import Finding, Severity
 from shop_r1_doctor.hardware import gpu_info
 from shop_r1_doctor.knowledge import load_compat
 from shop_r1_doctor.target_python import pip_command
@@ -100,16 +100,112 @@ def nccl_windows(facts: Facts) -> Iterator[Finding]:
     )
 
 
+def torch_nccl(facts: Facts) -> Version | None:
+    """The NCCL torch loads: the torch probe's word, else the one bundled with this torch."""
+    t = facts.torch
+    nccl = parse_version(t.nccl) if t else None
+    if nccl is None:
+        tv = torch_version(facts)
+        cuda = torch_cuda(facts)
+        row = load_compat().nccl_for(tv, cuda.major if cuda else None) if tv else None
+        nccl = parse_version(row.value) if row else None
+    return nccl
+
+
+def p2p_off(facts: Facts) -> bool:
+    """NCCL cannot use P2P between the GPUs, so its SHM transport carries the traffic."""
+    off = facts.env_value("NCCL_P2P_DISABLE")
+    if off is not None and off != "0":
+        return True
+    return sum(no_p2p(g.name) for g in visible_gpus(facts)) >= 2
+
+
+def host_buffers_in_shm(facts: Facts, nccl: Version) -> str | None:
+    """Why NCCL's SHM-transport buffers stay in /dev/shm though cuMem is on (None: they don't)."""
+    know = load_compat().nccl_shm
+    cuda = facts.driver.cuda_version
+    driver = parse_version(cuda) if isinstance(cuda, str) else None
+    if nccl < know.cumem_host_default_from:
+        return (
+            f"NCCL {nccl} keeps SHM-transport buffers in /dev/shm "
+            f"(cuMem host memory from {know.cumem_host_default_from})"
+        )
+    if facts.env_value("NCCL_CUMEM_HOST_ENABLE") == "0":
+        return f"NCCL_CUMEM_HOST_ENABLE=0 keeps NCCL {nccl}'s SHM-transport buffers in /dev/shm"
+    if driver is not None and driver < know.cumem_host_min_driver_cuda:
+        return (
+            f"NCCL {nccl} uses cuMem host memory only with a CUDA "
+            f"{know.cumem_host_min_driver_cuda}+ driver (this one runs CUDA {driver}), so "
+            "SHM-transport buffers stay in /dev/shm"
+        )
+    return None
+
+
+def shm_cause(facts: Facts, nccl: Version) -> tuple[Severity, str]:
+    """(severity, why) for a small /dev/shm under this NCCL and its settings."""
+    know = load_compat().nccl_shm
+    cumem = facts.env_value("NCCL_CUMEM_ENABLE")
+    vllm = facts.package("vllm")
+    vllm_v = parse_version(vllm.version) if vllm else None
+    if nccl < know.cumem_default_from:
+        return "error", (
+            f"NCCL {nccl} keeps its buffers in /dev/shm "
+            f"(cuMem is on by default from {know.cumem_default_from})"
+        )
+    if cumem == "0":
+        return "error", f"NCCL_CUMEM_ENABLE=0 puts NCCL {nccl}'s buffers back in /dev/shm"
+    # vLLM's env_override sets it on import, leaving a value the user set alone
+    if uses_vllm(facts) and vllm_v is not None and vllm_v in know.vllm_cumem_off and not cumem:
+        return "error", (
+            f"vLLM {vllm_v} sets NCCL_CUMEM_ENABLE=0 on import, which puts "
+            f"NCCL {nccl}'s buffers back in /dev/shm"
+        )
+    host = host_buffers_in_shm(facts, nccl)
+    if host and p2p_off(facts):
+        return "error", f"{host}, and P2P is off, so the SHM transport carries the traffic"
+    if host:
+        return (
+            "warning",
+            f"{host}; GPUs without a P2P path between them (PCIe across sockets) use it",
+        )
+    # measured: NCCL 2.28.9 with cuMem on passes under a 1 MiB /dev/shm, P2P on and off
+    return "info", (
+        f"NCCL {nccl} with cuMem on keeps one node's buffers out of /dev/shm; what stays there: "
+        "the proxy's 34 MB ops pool for network transports (several nodes), and host buffers "
+        "where the container blocks NUMA calls (Docker without --cap-add SYS_NICE)"
+    )
+
+
 def docker_shm(facts: Facts) -> Iterator[Finding]:
     shm = facts.host.shm_bytes
     if facts.container is None or not isinstance(shm, int) or shm >= SMALL_SHM:
         return
     if not multi_gpu(facts):
         return
+    title = f"/dev/shm is {shm // 2**20} MiB in this {facts.container} container"
+    failure = "'Error while creating shared memory segment /dev/shm/nccl-...' / 'No space left on device'."
+    nccl = torch_nccl(facts)
+    if nccl is None:
+        yield finding(
+            "NCCL_DOCKER_SHM_TOO_SMALL",
+            f"{title}; NCCL needs more for several GPUs",
+            detail=f"NCCL version unknown. {failure}",
+        )
+        return
+    severity, why = shm_cause(facts, nccl)
+    if severity == "info":
+        yield finding(
+            "NCCL_DOCKER_SHM_TOO_SMALL",
+            f"{title}; NCCL {nccl} keeps one node's buffers out of it",
+            severity=severity,
+            detail=f"{why}.",
+        )
+        return
     yield finding(
         "NCCL_DOCKER_SHM_TOO_SMALL",
-        f"/dev/shm is {shm // 2**20} MiB in this {facts.container} container; NCCL needs more for several GPUs",
-        detail="'Error while creating shared memory segment /dev/shm/nccl-...' / 'No space left on device'.",
+        f"{title}; NCCL {nccl} needs more for several GPUs",
+        severity=severity,
+        detail=f"{why}. {failure}",
     )
 
 
@@ -161,13 +257,7 @@ def infiniband(facts: Facts) -> Iterator[Finding]:
 def cumem_weight_sync(facts: Facts) -> Iterator[Finding]:
     if not uses_vllm(facts) or facts.plan.vllm_mode != "server":
         return
-    t = facts.torch
-    nccl = parse_version(t.nccl) if t else None
-    if nccl is None:
-        tv = torch_version(facts)
-        cuda = torch_cuda(facts)
-        row = load_compat().nccl_for(tv, cuda.major if cuda else None) if tv else None
-        nccl = parse_version(row.value) if row else None
+    nccl = torch_nccl(facts)
     cumem = facts.env_value("NCCL_CUMEM_ENABLE")
     if nccl is None or nccl >= CUMEM_FIXED or cumem == "0":
         return

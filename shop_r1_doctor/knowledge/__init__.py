@@ -191,6 +191,18 @@ class HfXet(Contract, frozen=True):
     source: str
 
 
+class NcclShm(Contract, frozen=True):
+    """From which NCCL versions its buffers leave /dev/shm for cuMem memory, and the vLLM
+    versions that turn cuMem off for every process that imports vLLM."""
+
+    cumem_default_from: Version
+    cumem_host_default_from: Version
+    cumem_host_min_driver_cuda: Version
+    vllm_cumem_off: SpecifierSet
+    measured: str
+    source: str
+
+
 class LigerDsl(Contract, frozen=True):
     """Liger versions whose kernel dispatcher prefers CuTe DSL kernels over Triton as soon
     as `dsl_package` imports, the ops to pin back, and what that costs where measured."""
@@ -246,6 +258,7 @@ class Compat(Contract, frozen=True):
     nvcc_min_for_arch: tuple[NvccRow, ...]
     numpy2: Numpy2
     hf_xet: HfXet
+    nccl_shm: NcclShm
     liger_cutedsl: LigerDsl
     cuda_alloc_conf: AllocConf
     as_of: str = ""

@@ -244,13 +244,35 @@ def _shm(shm: Any, container: Any = "docker", **snap: Any) -> dict:
     return {**H200, "host": {**H200["host"], "shm_bytes": shm, "container": container}, **snap}
 
 
-def _shm_finding(mib: int, container: str = "docker") -> tuple:
-    return ("NCCL_DOCKER_SHM_TOO_SMALL", "error", f"/dev/shm is {mib} MiB in this {container}")
+def _shm_finding(mib: int, container: str = "docker", severity: str = "info", *facts: str) -> tuple:
+    return (
+        "NCCL_DOCKER_SHM_TOO_SMALL",
+        severity,
+        f"/dev/shm is {mib} MiB in this {container}",
+        *facts,
+    )
+
+
+def _nccl(version: str | None, env: dict | None = None, **snap: Any) -> dict:
+    """The H200 box in docker with a 64 MiB /dev/shm, its torch probe saying NCCL `version`."""
+    torch = {**H200["torch"], "nccl": version}
+    return _shm(64 * 2**20, torch=torch, env={**H200["env"], **(env or {})}, **snap)
+
+
+VLLM_PLAN = {"use_vllm": True, "num_processes": 2}
+
+
+def _vllm(version: str) -> dict:
+    return {**H200["packages"], "vllm": {"version": version}}
 
 
 SHM_ROWS = [
-    ("the H200 box as recorded", H200, []),
-    ("docker's 64 MiB, 2 GPUs", _shm(64 * 2**20), [_shm_finding(64)]),
+    # the box's NCCL 2.28.9 with cuMem on: measured to pass under a 1 MiB /dev/shm
+    (
+        "docker's 64 MiB, 2 GPUs",
+        _shm(64 * 2**20),
+        [_shm_finding(64, "docker", "info", "NCCL 2.28.9")],
+    ),
     ("exactly 1 GiB", _shm(GIB), []),
     ("one byte under 1 GiB", _shm(GIB - 1), [_shm_finding(1023)]),
     ("podman", _shm(64 * 2**20, "podman"), [_shm_finding(64, "podman")]),
@@ -259,6 +281,93 @@ SHM_ROWS = [
     ("plan: 1 process on 2 GPUs", _shm(64 * 2**20, plan={"num_processes": 1}), []),
     ("plan: 2 processes", _shm(64 * 2**20, plan={"num_processes": 2}), [_shm_finding(64)]),
     ("no plan, 1 GPU", _shm(64 * 2**20, gpus=H200_GPUS[:1]), []),
+    # NCCL's version and settings (knowledge/compat.yaml nccl_shm)
+    (
+        "NCCL unknown",
+        _shm(
+            64 * 2**20,
+            torch={},
+            packages={k: v for k, v in H200["packages"].items() if k != "torch"},
+        ),
+        None,
+    ),
+    (
+        "NCCL 2.18.6: cuMem off by default",
+        _nccl("2.18.6"),
+        [_shm_finding(64, "docker", "error", "NCCL 2.18.6", "2.19.1")],
+    ),
+    (
+        "NCCL 2.19.1, P2P on",
+        _nccl("2.19.1"),
+        [_shm_finding(64, "docker", "warning", "NCCL 2.19.1", "2.24.3")],
+    ),
+    (
+        "NCCL 2.21.5, P2P off",
+        _nccl("2.21.5", {"NCCL_P2P_DISABLE": "1"}),
+        [_shm_finding(64, "docker", "error", "NCCL 2.21.5", "P2P is off")],
+    ),
+    (
+        "NCCL 2.21.5, P2P_DISABLE=0",
+        _nccl("2.21.5", {"NCCL_P2P_DISABLE": "0"}),
+        [_shm_finding(64, "docker", "warning")],
+    ),
+    ("NCCL 2.24.3", _nccl("2.24.3"), [_shm_finding(64, "docker", "info", "NCCL 2.24.3")]),
+    (
+        "NCCL 2.28.9, P2P off (measured pass)",
+        _nccl("2.28.9", {"NCCL_P2P_DISABLE": "1"}),
+        [_shm_finding(64)],
+    ),
+    (
+        "NCCL_CUMEM_ENABLE=0 (measured fail)",
+        _nccl("2.28.9", {"NCCL_CUMEM_ENABLE": "0"}),
+        [_shm_finding(64, "docker", "error", "NCCL_CUMEM_ENABLE=0", "NCCL 2.28.9")],
+    ),
+    ("NCCL_CUMEM_ENABLE=1", _nccl("2.28.9", {"NCCL_CUMEM_ENABLE": "1"}), [_shm_finding(64)]),
+    (
+        "NCCL_CUMEM_HOST_ENABLE=0, P2P off",
+        _nccl("2.28.9", {"NCCL_CUMEM_HOST_ENABLE": "0", "NCCL_P2P_DISABLE": "1"}),
+        [_shm_finding(64, "docker", "error", "NCCL_CUMEM_HOST_ENABLE=0", "P2P is off")],
+    ),
+    (
+        "NCCL_CUMEM_HOST_ENABLE=0, P2P on",
+        _nccl("2.28.9", {"NCCL_CUMEM_HOST_ENABLE": "0"}),
+        [_shm_finding(64, "docker", "warning", "NCCL_CUMEM_HOST_ENABLE=0")],
+    ),
+    (
+        "driver CUDA 12.5",
+        _nccl("2.28.9", driver={**H200["driver"], "cuda_version": "12.5"}),
+        [_shm_finding(64, "docker", "warning", "CUDA 12.5")],
+    ),
+    (
+        "driver CUDA 12.6",
+        _nccl("2.28.9", driver={**H200["driver"], "cuda_version": "12.6"}),
+        [_shm_finding(64)],
+    ),
+    (
+        "vLLM 0.10.1.1 planned: sets cuMem off",
+        _nccl("2.28.9", plan=VLLM_PLAN, packages=_vllm("0.10.1.1")),
+        [_shm_finding(64, "docker", "error", "vLLM 0.10.1.1", "NCCL_CUMEM_ENABLE=0")],
+    ),
+    (
+        "vLLM 0.10.1.1 installed, not planned",
+        _nccl("2.28.9", plan={"num_processes": 2}, packages=_vllm("0.10.1.1")),
+        [_shm_finding(64)],
+    ),
+    (
+        "vLLM 0.10.2 planned",
+        _nccl("2.28.9", plan=VLLM_PLAN, packages=_vllm("0.10.2")),
+        [_shm_finding(64)],
+    ),
+    (
+        "vLLM 0.10.1.1 planned, NCCL_CUMEM_ENABLE=1",
+        _nccl("2.28.9", {"NCCL_CUMEM_ENABLE": "1"}, plan=VLLM_PLAN, packages=_vllm("0.10.1.1")),
+        [_shm_finding(64)],
+    ),
+]
+# unknown NCCL: today's error, whatever the settings
+SHM_ROWS = [
+    (c, s, w if w is not None else [_shm_finding(64, "docker", "error", "NCCL version unknown")])
+    for c, s, w in SHM_ROWS
 ]
 
 
