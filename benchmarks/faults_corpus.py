@@ -76,7 +76,10 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     cases = load_cases(tuple(args.families), set(args.cases) if args.cases else None)
     if not cases:
-        print(f"--families/--cases: no recording matches {args.families} {args.cases}", file=sys.stderr)
+        print(
+            f"--families/--cases: no recording matches {args.families} {args.cases}",
+            file=sys.stderr,
+        )
         return 2
     report = evaluate(cases)
     if args.json:
