@@ -141,6 +141,13 @@ def missing_requirement(case: FaultCase) -> str | None:
         return "needs a writable pids cgroup (v2 with the pids controller, or v1)"
     if sys.platform != "linux":
         return "Linux only"
+    mounted = [case.tmpfs[0]] if case.tmpfs and case.tmpfs[0] != "work" else []
+    mounted += [p for p in case.readonly if isinstance(p, str) and p.startswith("/")]
+    for where in mounted:
+        for needed in (ROOT, Path(sys.prefix)):
+            if needed.resolve().is_relative_to(Path(where)):
+                # A mount over it would hide the checkout or the interpreter from the case.
+                return f"the case mounts over {where}, which holds {needed}"
     return None
 
 
