@@ -69,8 +69,9 @@ def parse_proc_cgroup(text: str) -> dict[str, str]:
     return out
 
 
-def parse_mountinfo(text: str) -> dict[str, tuple[str, str]]:
-    """{"v2"/"v1": (mount point, the mount's root in the hierarchy)} of the memory cgroups."""
+def parse_mountinfo(text: str, controller: str = "memory") -> dict[str, tuple[str, str]]:
+    """{"v2"/"v1": (mount point, the mount's root in the hierarchy)} of the cgroups with
+    `controller` (v2's unified hierarchy holds them all)."""
     out: dict[str, tuple[str, str]] = {}
     for line in text.splitlines():
         fields = line.split()
@@ -80,7 +81,7 @@ def parse_mountinfo(text: str) -> dict[str, tuple[str, str]]:
         fstype, options = after[0], (after[2] if len(after) > 2 else "")
         if fstype == "cgroup2":
             out.setdefault("v2", (fields[4], fields[3]))
-        elif fstype == "cgroup" and "memory" in options.split(","):
+        elif fstype == "cgroup" and controller in options.split(","):
             out.setdefault("v1", (fields[4], fields[3]))
     return out
 

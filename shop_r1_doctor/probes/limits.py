@@ -73,18 +73,9 @@ def _count(text: str | None) -> int | None:
 
 def _pids_mounts(mountinfo: str) -> dict[str, tuple[str, str]]:
     """{"v2"/"v1": (mount point, the mount's root)} of the cgroup hierarchies with pids."""
-    out: dict[str, tuple[str, str]] = {}
-    for line in mountinfo.splitlines():
-        fields = line.split()
-        if " - " not in line or len(fields) < 5:
-            continue
-        after = line.split(" - ", 1)[1].split()
-        fstype, options = after[0], (after[2] if len(after) > 2 else "")
-        if fstype == "cgroup2":
-            out.setdefault("v2", (fields[4], fields[3]))
-        elif fstype == "cgroup" and "pids" in options.split(","):
-            out.setdefault("v1", (fields[4], fields[3]))
-    return out
+    from shop_r1_doctor.memwatch import parse_mountinfo
+
+    return parse_mountinfo(mountinfo, controller="pids")
 
 
 def pids_cgroup(deps: ProbeDeps) -> dict[str, Any] | None:
