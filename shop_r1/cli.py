@@ -9,9 +9,11 @@ imported: each group imports its work inside the command. Nothing imports this m
 
 from __future__ import annotations
 
+import sys
+
 from shop_r1.commands import data, demo, score, train
 from shop_r1.commands import eval as eval_cmd
-from shop_r1_doctor.cli.main import make_app, run_app
+from shop_r1_doctor.cli.main import make_app, prestart_probes, run_app
 
 app = make_app(
     "Environment doctor and trainer for Shop-R1 (SFT then GRPO on shopper actions).",
@@ -23,6 +25,7 @@ for group in (data, score, train, eval_cmd, demo):
 
 def main() -> None:
     """Entry point: known failures become one line and exit 2 (SHOP_R1_DEBUG=1 for tracebacks)."""
+    prestart_probes(sys.argv[1:])
     run_app(app)
 
 

@@ -111,6 +111,68 @@ def _last_lines(text: str, n: int = 3) -> str:
     return " | ".join(lines[-n:])[:500]
 
 
+def child_env(env: Mapping[str, str] | None, extra_path: Sequence[str] = ()) -> dict[str, str]:
+    """The environment a child probe gets: `env` (else ours), `extra_path` first on
+    PYTHONPATH (tests put fake packages there), UTF-8 output."""
+    result = dict(os.environ if env is None else env)
+    if extra_path:
+        result["PYTHONPATH"] = os.pathsep.join(
+            [*extra_path, *filter(None, [result.get("PYTHONPATH", "")])]
+        )
+    # The child's JSON must survive a GBK console; warnings must not pollute stdout.
+    result["PYTHONIOENCODING"] = "utf-8"
+    return result
+
+
+def start_child(code: str, *, python: str | None, env: Mapping[str, str]) -> subprocess.Popen[str]:
+    """Start `code` in a fresh interpreter (env as `child_env` made it); `wait_child`
+    collects it. Raises OSError when the interpreter cannot start."""
+    return subprocess.Popen(
+        [python or sys.executable, "-c", code],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        stdin=subprocess.DEVNULL,
+        text=True,
+        encoding="utf-8",
+        errors="replace",
+        env=dict(env),
+    )
+
+
+def wait_child(proc: subprocess.Popen[str], start: float, timeout: float) -> ChildResult:
+    """Collect a started child: its marker value, or how it failed. `timeout` counts
+    from `start` (when the child was started), as `run_child`'s does."""
+    try:
+        stdout, stderr = proc.communicate(timeout=max(timeout - (time.perf_counter() - start), 0))
+    except subprocess.TimeoutExpired:
+        proc.kill()
+        stdout, _ = proc.communicate()
+        return ChildResult(
+            "timeout",
+            time.perf_counter() - start,
+            value=_last_value(stdout),
+            detail=f"no answer in {timeout:g} s",
+        )
+    seconds = time.perf_counter() - start
+    sig = signal_name(proc.returncode)
+    if sig is not None:
+        tail = _last_lines(stderr)
+        return ChildResult(
+            "crash",
+            seconds,
+            value=_last_value(stdout),
+            detail=f"killed by {sig}" + (f": {tail}" if tail else ""),
+        )
+    for line in reversed(stdout.splitlines()):
+        if line.startswith(MARKER):
+            try:
+                return ChildResult("ok", seconds, value=json.loads(line[len(MARKER) :]))
+            except json.JSONDecodeError as exc:
+                return ChildResult("error", seconds, detail=f"unreadable child output: {exc}")
+    tail = _last_lines(stderr) or _last_lines(stdout)
+    return ChildResult("error", seconds, detail=f"exit {proc.returncode}: {tail}")
+
+
 def run_child(
     code: str,
     timeout: float,
@@ -123,51 +185,11 @@ def run_child(
 
     `extra_path` is prepended to PYTHONPATH (tests put fake packages there).
     """
-    child_env = dict(os.environ if env is None else env)
-    if extra_path:
-        child_env["PYTHONPATH"] = os.pathsep.join(
-            [*extra_path, *filter(None, [child_env.get("PYTHONPATH", "")])]
-        )
-    # The child's JSON must survive a GBK console; warnings must not pollute stdout.
-    child_env["PYTHONIOENCODING"] = "utf-8"
     start = time.perf_counter()
     try:
-        proc = subprocess.run(
-            [python or sys.executable, "-c", code],
-            capture_output=True,
-            text=True,
-            encoding="utf-8",
-            errors="replace",
-            timeout=timeout,
-            env=child_env,
-            stdin=subprocess.DEVNULL,
-        )
-    except subprocess.TimeoutExpired as exc:
-        return ChildResult(
-            "timeout",
-            time.perf_counter() - start,
-            value=_last_value(exc.stdout),
-            detail=f"no answer in {timeout:g} s",
-        )
+        proc = start_child(code, python=python, env=child_env(env, extra_path))
     except OSError as exc:
         return ChildResult(
             "error", time.perf_counter() - start, detail=f"cannot start python: {exc}"
         )
-    seconds = time.perf_counter() - start
-    sig = signal_name(proc.returncode)
-    if sig is not None:
-        tail = _last_lines(proc.stderr)
-        return ChildResult(
-            "crash",
-            seconds,
-            value=_last_value(proc.stdout),
-            detail=f"killed by {sig}" + (f": {tail}" if tail else ""),
-        )
-    for line in reversed(proc.stdout.splitlines()):
-        if line.startswith(MARKER):
-            try:
-                return ChildResult("ok", seconds, value=json.loads(line[len(MARKER) :]))
-            except json.JSONDecodeError as exc:
-                return ChildResult("error", seconds, detail=f"unreadable child output: {exc}")
-    tail = _last_lines(proc.stderr) or _last_lines(proc.stdout)
-    return ChildResult("error", seconds, detail=f"exit {proc.returncode}: {tail}")
+    return wait_child(proc, start, timeout)

@@ -11,7 +11,8 @@ inside the command function, so `shop-r1 --help` stays fast in any environment.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+import sys
+from collections.abc import Mapping, Sequence
 
 import typer
 
@@ -62,6 +63,25 @@ def make_app(
     return root
 
 
+# Commands that probe torch in a child unless told not to (`--fast`) or given the facts.
+_PROBING = {"doctor", "report"}
+_NOT_PROBING = ("--fast", "--from", "--snapshot", "-h", "--help", "--version")
+
+
+def prestart_probes(argv: Sequence[str]) -> None:
+    """Start the torch probe's child first thing when the command line will need it:
+    `import torch` is the critical path of a cold `doctor`, and this overlaps it with
+    loading the CLI. The probe adopts the child, or kills it where the cache answers."""
+    words = [word for word in argv if not word.startswith("-")]
+    if not words or words[0] not in _PROBING:
+        return
+    if any(arg.split("=", 1)[0] in _NOT_PROBING for arg in argv):
+        return
+    from shop_r1_doctor.probes import torch_probe
+
+    torch_probe.prestart()
+
+
 def run_app(root: typer.Typer) -> None:
     """Errors are formatted once, by ShopR1Group (SHOP_R1_DEBUG=1: tracebacks)."""
     root(prog_name="shop-r1")
@@ -71,6 +91,7 @@ app = make_app("Environment doctor for Shop-R1 (the trainer's commands: `shop-r1
 
 
 def main() -> None:
+    prestart_probes(sys.argv[1:])
     run_app(app)
 
 
