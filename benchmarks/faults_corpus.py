@@ -7,7 +7,7 @@ Each recording is what a failure printed when tests/faults/ caused it on a CPU m
 (a full tmpfs, a tiny /dev/shm, a memory cgroup, a busy port, a missing package, no
 network, ...), with the codes that name its cause. The figures are logscan_corpus.py's
 (recall, lead accuracy, false alarms on the user's own bugs), computed by the same
-function `shop-r1 report --log` uses (logscan.diagnose_log), on the log alone: the
+function `shop-r1 report --log` uses (causes.rank_causes), on the log alone: the
 driver's command line would name the case (`... optional_packages grpo_use_vllm`), so it
 is not given as context. `--out` writes the figures and every case's outcome as JSON.
 """
@@ -101,7 +101,7 @@ def main(argv: list[str] | None = None) -> int:
         doc = {
             "schema": "shop-r1.faults-score/1",
             "commit": commit + ("+dirty" if dirty else ""),
-            "scored_with": "shop_r1_doctor.logscan.diagnose_log(log), no context",
+            "scored_with": "shop_r1_doctor.causes.rank_causes(log, machine_feeds=False), no context",
             "figures": report.figures(),
             "outcomes": outcomes(report),
         }

@@ -184,7 +184,7 @@ def rank_causes(
             add(0, _joined(explaining, sig.title, line))
             continue
         info = codes.get(sig.code)
-        severity = rm.severity(info.severity if info else "error")
+        severity = _capped(rm, matches, rm.severity(info.severity if info else "error"), codes)
         add(
             2, Cause(sig.code, severity, sig.title, sig.try_, (line, *why), (sig.source,), sig.also)
         )
@@ -200,6 +200,22 @@ def rank_causes(
         unique.setdefault(cause.code, cause)
     kept = () if machine_feeds else tuple(doctor_findings)
     return Diagnosis(tuple(unique.values()), kept)
+
+
+def _capped(rm: Any, matches: Sequence[Any], severity: Severity, codes: Any) -> Severity:
+    """A generic reading (lower rank) of a line that a more specific reading also reads is
+    stated no more surely than the specific one: the specific reading knows what the line
+    leaves open (transformers' `requires accelerate>=1.1.0` is printed for an old
+    accelerate and for none, so "not installed" at error level would claim what the
+    specific reading, a hint, does not)."""
+    line, rank = rm.match.line_no, rm.signature.rank
+    for other in matches:
+        if other.match.line_no == line and other.signature.rank > rank:
+            info = codes.get(other.signature.code)
+            theirs = other.severity(info.severity if info else "error")
+            if SEVERITIES.index(theirs) > SEVERITIES.index(severity):
+                severity = theirs
+    return severity
 
 
 def _explains_code(codes: Any, doctor_code: str, log_code: str) -> bool:

@@ -10,16 +10,14 @@ _OOM_KILLS = re.compile(r"(?:^|\s)oom_kill (\d+)", re.M)
 
 
 def check_diagnosis(case: FaultCase, log: str, exit_code: int, evidence: dict[str, str]) -> None:
-    """Assert what `shop-r1 report --log` (logscan.diagnose_log) makes of this failure."""
-    from shop_r1_doctor.knowledge import load_codes
-    from shop_r1_doctor.logscan import diagnose_log
+    """Assert what `shop-r1 report --log` (causes.rank_causes, the log alone) makes of it."""
+    from shop_r1_doctor.causes import rank_causes
 
     assert exit_code != 0, f"{case.id}: the driver exited 0; the failure did not happen"
-    diagnosis = diagnose_log(log)
-    named = [m.code for m in diagnosis.matches]
+    causes = rank_causes(log, machine_feeds=False).causes
+    named = [c.code for c in causes]
     if not case.expected:  # the user's own bug: no error-level cause may be claimed
-        catalog = load_codes()
-        errors = [c for c in named if c not in catalog or catalog[c].severity == "error"]
+        errors = [c.code for c in causes if c.severity == "error"]
         assert not errors, f"{case.id}: a user bug reported as {errors}"
         return
     if not case.log_shows_cause:

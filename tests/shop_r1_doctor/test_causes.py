@@ -198,3 +198,29 @@ def test_shipped_symptoms_load():
         "peer-unreachable",
     }
     assert Path(SYMPTOMS_PATH).is_file()
+
+
+ACCELERATE_FLOOR = (
+    '  File "/venv/lib/python3.11/site-packages/transformers/training_args.py", line 1848,'
+    " in _setup_devices\n"
+    "    raise ImportError(\n"
+    "ImportError: Using the `Trainer` with `PyTorch` requires `accelerate>=1.1.0`: Please run"
+    " `pip install transformers[torch]` or `pip install 'accelerate>=1.1.0'`\n"
+)
+
+
+def test_a_generic_reading_is_no_surer_than_the_specific_reading_of_its_line():
+    # The generic "not installed" reading also matches this line; transformers prints it
+    # for an old accelerate and for none, which the specific reading states as a hint.
+    causes = rank_causes(ACCELERATE_FLOOR, machine_feeds=False).causes
+    assert [(c.code, c.severity) for c in causes] == [
+        ("REQUIREMENT_CONFLICT", "info"),
+        ("PACKAGE_REQUESTED_NOT_INSTALLED", "info"),
+    ]
+    # On a line of its own the generic reading keeps its own (error) severity.
+    alone = rank_causes(
+        "ImportError: You passed `peft_config` but the `peft` library is not installed."
+        " Install it with `pip install trl[peft]`.\n",
+        machine_feeds=False,
+    ).causes
+    assert [(c.code, c.severity) for c in alone] == [("PACKAGE_REQUESTED_NOT_INSTALLED", "error")]
