@@ -12,6 +12,7 @@ import sys
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 FAMILY = "gpu"
 
@@ -36,6 +37,9 @@ class GpuCase:
     shm_mib: float = 0
     # > 0: an address-space limit (`ulimit -v`, KiB), as HPC schedulers set per job
     vmem_kib: int = 0
+    # > 0: the case's work directory is a tmpfs of this many MiB in a private mount
+    # namespace (a small scratch or quota-bound disk that a checkpoint fills)
+    work_tmpfs_mib: float = 0
     timeout: float = 90.0
 
     @property
@@ -293,6 +297,80 @@ CASES = (
         env={"PYTHONPATH": ".:/tmp/site"},
         timeout=60,
         batch=3,
+    ),
+    GpuCase(
+        "flash_attention_2_not_installed",
+        ("FA_REQUESTED_NOT_INSTALLED",),
+        "a tiny Qwen2 saved from a config, then from_pretrained(attn_implementation="
+        "'flash_attention_2', dtype=bfloat16, device_map='cuda') where flash-attn is not installed",
+        timeout=45,
+        batch=7,
+    ),
+    GpuCase(
+        "bitsandbytes_4bit_not_installed",
+        ("BNB_REQUESTED_NOT_INSTALLED",),
+        "a tiny Qwen2 saved from a config, then from_pretrained(quantization_config="
+        "BitsAndBytesConfig(load_in_4bit=True), device_map='cuda') where bitsandbytes is not"
+        " installed",
+        timeout=45,
+        batch=7,
+    ),
+    GpuCase(
+        "accelerate_deepspeed_config_not_installed",
+        ("DEEPSPEED_REQUESTED_NOT_INSTALLED",),
+        "`accelerate launch --config_file` a config with distributed_type: DEEPSPEED (zero_stage 2,"
+        " 1 process, bf16) of an Accelerator training script, where deepspeed is not installed",
+        timeout=60,
+        batch=7,
+    ),
+    GpuCase(
+        "torch_save_cuda_checkpoint_disk_full",
+        ("DISK_FULL_AT_CHECKPOINT",),
+        "a 21M-parameter Llama trained one AdamW step on cuda:0, then torch.save of its model and"
+        " optimizer state (about 250 MiB) into a work directory that is an 8 MiB tmpfs",
+        work_tmpfs_mib=8,
+        timeout=45,
+        batch=7,
+    ),
+    GpuCase(
+        "save_pretrained_cuda_disk_full",
+        ("DISK_FULL_AT_CHECKPOINT",),
+        "the same 21M-parameter Llama on cuda:0, save_pretrained (safetensors, about 80 MiB) into"
+        " a work directory that is an 8 MiB tmpfs",
+        work_tmpfs_mib=8,
+        timeout=45,
+        batch=7,
+    ),
+    GpuCase(
+        "dataloader_pin_memory_small_shm",
+        ("DATALOADER_SHM_BUS_ERROR",),
+        "DataLoader(4 workers, pin_memory=True, batch_size=8 of 3x512x512 float32 images, 24 MiB a"
+        " batch) whose batches go to cuda:0, with /dev/shm a 64 MiB tmpfs (a container's default)",
+        shm_mib=64,
+        timeout=60,
+        batch=7,
+    ),
+    GpuCase(
+        "user_labels_out_of_range_cuda",
+        (),
+        "the user's data: cross_entropy on cuda:0 with 10 classes and a label of 10 (a"
+        " device-side assert)",
+        timeout=30,
+        batch=7,
+    ),
+    GpuCase(
+        "user_tensor_left_on_cpu",
+        (),
+        "the user's code: a model moved to cuda:0 called on an input tensor left on the CPU",
+        timeout=30,
+        batch=7,
+    ),
+    GpuCase(
+        "user_shape_mismatch_cuda",
+        (),
+        "the user's code: a Linear(32, 8) on cuda:0 called on a batch of 16 features",
+        timeout=30,
+        batch=7,
     ),
 )
 
@@ -648,6 +726,172 @@ def grpo_use_vllm_not_installed(work: Path) -> None:
         train_dataset=Dataset.from_dict({"prompt": texts * 4}),
         processing_class=tokenizer,
     )
+
+
+def _tiny_qwen_config(work: Path) -> Path:
+    """A tiny random Qwen2 saved from a config (no download), for from_pretrained."""
+    from shop_r1.tiny import model_from_config_dict, tiny_config_dict
+
+    out = work / "tiny-qwen2-config"
+    model_from_config_dict(tiny_config_dict(1024)).save_pretrained(out)
+    return out
+
+
+def flash_attention_2_not_installed(work: Path) -> None:
+    import torch
+    from transformers import AutoModelForCausalLM
+
+    model = AutoModelForCausalLM.from_pretrained(
+        _tiny_qwen_config(work),
+        attn_implementation="flash_attention_2",
+        dtype=torch.bfloat16,
+        device_map="cuda",
+    )
+    print(f"loaded with {model.config._attn_implementation}", flush=True)
+
+
+def bitsandbytes_4bit_not_installed(work: Path) -> None:
+    from transformers import AutoModelForCausalLM, BitsAndBytesConfig
+
+    model = AutoModelForCausalLM.from_pretrained(
+        _tiny_qwen_config(work),
+        quantization_config=BitsAndBytesConfig(load_in_4bit=True),
+        device_map="cuda",
+    )
+    print(f"loaded on {model.device}", flush=True)
+
+
+ACCELERATE_DEEPSPEED_CONFIG = """\
+compute_environment: LOCAL_MACHINE
+distributed_type: DEEPSPEED
+deepspeed_config:
+  zero_stage: 2
+  gradient_accumulation_steps: 1
+  offload_optimizer_device: none
+  offload_param_device: none
+mixed_precision: bf16
+num_machines: 1
+num_processes: 1
+machine_rank: 0
+main_training_function: main
+use_cpu: false
+"""
+
+ACCELERATE_TRAIN_SCRIPT = """\
+import torch
+from accelerate import Accelerator
+
+accelerator = Accelerator()
+model = torch.nn.Linear(64, 8)
+opt = torch.optim.AdamW(model.parameters(), lr=1e-3)
+model, opt = accelerator.prepare(model, opt)
+for _ in range(3):
+    loss = model(torch.randn(4, 64, device=accelerator.device)).float().pow(2).mean()
+    accelerator.backward(loss)
+    opt.step()
+    opt.zero_grad()
+accelerator.print("trained 3 steps")
+"""
+
+
+def accelerate_deepspeed_config_not_installed(work: Path) -> None:
+    import shutil
+    import subprocess
+
+    config, script = work / "ds_zero2.yaml", work / "train.py"
+    config.write_text(ACCELERATE_DEEPSPEED_CONFIG, encoding="utf-8")
+    script.write_text(ACCELERATE_TRAIN_SCRIPT, encoding="utf-8")
+    beside = Path(sys.executable).parent / "accelerate"
+    accelerate = str(beside) if beside.exists() else shutil.which("accelerate") or "accelerate"
+    argv = [accelerate, "launch", "--config_file", str(config), str(script)]
+    print("$ accelerate launch --config_file ds_zero2.yaml train.py", flush=True)
+    sys.exit(subprocess.run(argv, cwd=work, check=False).returncode)
+
+
+def _llama_on_cuda() -> Any:
+    """A 21M-parameter Llama on cuda:0 (about 80 MiB of float32 weights)."""
+    import torch
+    from transformers import LlamaConfig, LlamaForCausalLM
+
+    config = LlamaConfig(
+        vocab_size=8192,
+        hidden_size=512,
+        intermediate_size=1376,
+        num_hidden_layers=4,
+        num_attention_heads=8,
+        num_key_value_heads=8,
+        max_position_embeddings=512,
+    )
+    torch.manual_seed(0)
+    return LlamaForCausalLM(config).to("cuda:0")
+
+
+def torch_save_cuda_checkpoint_disk_full(work: Path) -> None:
+    import torch
+
+    model = _llama_on_cuda()
+    opt = torch.optim.AdamW(model.parameters(), lr=1e-4)
+    ids = torch.randint(0, 8192, (2, 64), device="cuda:0")
+    model(input_ids=ids, labels=ids).loss.backward()
+    opt.step()
+    (work / "checkpoint-100").mkdir()
+    state = {"model": model.state_dict(), "optimizer": opt.state_dict(), "step": 100}
+    torch.save(state, work / "checkpoint-100" / "training_state.pt")
+    print("checkpoint saved", flush=True)
+
+
+def save_pretrained_cuda_disk_full(work: Path) -> None:
+    model = _llama_on_cuda()
+    model.save_pretrained(work / "checkpoint-500")
+    print("checkpoint saved", flush=True)
+
+
+class _Images:
+    """128 images of 3x512x512 float32 (3 MiB each), as a vision or video pipeline loads."""
+
+    def __len__(self) -> int:
+        return 128
+
+    def __getitem__(self, i: int) -> object:
+        import torch
+
+        return torch.full((3, 512, 512), float(i))
+
+
+def dataloader_pin_memory_small_shm(work: Path) -> None:
+    from torch.utils.data import DataLoader
+
+    loader = DataLoader(_Images(), batch_size=8, num_workers=4, pin_memory=True)
+    total = 0.0
+    for batch in loader:
+        total += batch.to("cuda:0", non_blocking=True).sum().item()
+    print(f"read every batch: {total}", flush=True)
+
+
+def user_labels_out_of_range_cuda(work: Path) -> None:
+    import torch
+
+    logits = torch.randn(8, 10, device="cuda:0")
+    labels = torch.tensor([0, 1, 2, 3, 4, 5, 9, 10], device="cuda:0")  # the bug: 10 classes
+    loss = torch.nn.functional.cross_entropy(logits, labels)
+    print(f"loss {loss.item()}", flush=True)
+
+
+def user_tensor_left_on_cpu(work: Path) -> None:
+    import torch
+
+    model = torch.nn.Sequential(torch.nn.Linear(32, 64), torch.nn.ReLU(), torch.nn.Linear(64, 8))
+    model.to("cuda:0")
+    x = torch.randn(4, 32)  # the bug: never moved to the model's device
+    print(model(x).sum().item(), flush=True)
+
+
+def user_shape_mismatch_cuda(work: Path) -> None:
+    import torch
+
+    model = torch.nn.Linear(32, 8).to("cuda:0")
+    x = torch.randn(4, 16, device="cuda:0")  # the bug: 16 features, the layer takes 32
+    print(model(x).sum().item(), flush=True)
 
 
 def hold_memory(share: float) -> None:

@@ -91,9 +91,14 @@ def build_argv(case: GpuCase, workdir: Path, python: str = sys.executable) -> li
         argv = [python, *driver]
     if case.vmem_kib:
         argv = ["bash", "-c", f'ulimit -v {case.vmem_kib} && exec "$@"', "bash", *argv]
+    mounts = []
     if case.shm_mib:
-        # A private mount namespace: the machine's own /dev/shm stays as it is.
-        mount = f'mount -t tmpfs -o size={case.shm_mib:g}m tmpfs /dev/shm && exec "$@"'
+        mounts.append(f"mount -t tmpfs -o size={case.shm_mib:g}m tmpfs /dev/shm")
+    if case.work_tmpfs_mib:
+        mounts.append(f"mount -t tmpfs -o size={case.work_tmpfs_mib:g}m tmpfs {workdir}")
+    if mounts:
+        # A private mount namespace: the machine's own /dev/shm and /tmp stay as they are.
+        mount = " && ".join([*mounts, 'exec "$@"'])
         return ["unshare", "-m", "--propagation", "private", "sh", "-c", mount, "sh", *argv]
     return argv
 

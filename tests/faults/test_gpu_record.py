@@ -185,3 +185,28 @@ def test_a_vmem_case_sets_the_limit_before_python_starts():
     argv = gpu_record.build_argv(BY_NAME["cuda_under_vmem_limit"], Path("/tmp/w"), python="py")
     assert argv[:3] == ["bash", "-c", f'ulimit -v {16 * 2**20} && exec "$@"']
     assert argv[4:7] == ["py", "-m", "tests.faults.gpu_faults"]
+
+
+def test_a_work_tmpfs_case_mounts_its_own_work_directory():
+    case = BY_NAME["torch_save_cuda_checkpoint_disk_full"]
+    work = Path("/tmp/shop-r1-x")
+    argv = gpu_record.build_argv(case, work, python="py")
+    assert argv[:4] == ["unshare", "-m", "--propagation", "private"]
+    assert argv[6] == f'mount -t tmpfs -o size=8m tmpfs {work} && exec "$@"'
+    assert argv[8:12] == ["py", "-m", "tests.faults.gpu_faults", case.name]
+    assert gpu_record.command_line(case, argv, work).count(gpu_record.SCRATCH) == 2
+
+
+def test_a_user_bug_recording_passes_with_no_cause_and_fails_with_an_error_claim(tmp_path):
+    case = BY_NAME["user_tensor_left_on_cpu"]
+    assert case.expected == ()
+    meta = gpu_record.metadata(case, "python -m tests.faults.gpu_faults x /tmp/x", 1, {"t": "1"})
+    log = "RuntimeError: Expected all tensors to be on the same device, but found cuda:0 and cpu!\n"
+    gpu_record.write_recording(tmp_path / "a", case, log, meta)
+    [rec] = load_recordings(tmp_path / "a", families=("gpu",))
+    check_gpu_diagnosis(rec)
+    oom = "torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 2.00 GiB.\n"
+    gpu_record.write_recording(tmp_path / "b", case, log + oom, meta)
+    [rec] = load_recordings(tmp_path / "b", families=("gpu",))
+    with pytest.raises(AssertionError, match="a user bug reported as"):
+        check_gpu_diagnosis(rec)
