@@ -74,3 +74,36 @@ def test_a_frame_cut_before_the_package_is_still_the_packages():
 )
 def test_a_cut_frame_that_is_not_a_stack_package_is_no_skew(text):
     assert "PACKAGE_VERSION_SKEW" not in [c for c, _ in readings(text)]
+
+
+# --- BNB_NO_CUDA_BINARY: bitsandbytes fell back to its CPU library ---------------------------
+
+BNB_CPU = (
+    "The installed version of bitsandbytes was compiled without GPU support. 8-bit optimizers,"
+    " 8-bit multiplication, and GPU quantization are unavailable."
+)
+
+
+def test_bitsandbytes_on_its_cpu_library_is_a_hint():
+    assert readings(BNB_CPU) == [("BNB_NO_CUDA_BINARY", "info")]
+
+
+@pytest.mark.parametrize(
+    "context",
+    [
+        # macOS and a CPU torch, where no CUDA library is meant
+        "/Users/me/venv/lib/python3.11/site-packages/bitsandbytes/cextension.py:34: UserWarning: ",
+        "torch 2.5.1+cpu\n",
+        "UserWarning: Torch not compiled with CUDA enabled\n",
+    ],
+)
+def test_bitsandbytes_cpu_library_where_no_gpu_is_meant_is_no_finding(context):
+    assert "BNB_NO_CUDA_BINARY" not in [c for c, _ in readings(context + BNB_CPU)]
+
+
+def test_the_missed_library_file_leads_at_its_own_severity():
+    text = (
+        "Could not find the bitsandbytes CUDA binary at PosixPath('/usr/local/lib/python3.12/"
+        "dist-packages/bitsandbytes/libbitsandbytes_cuda129.so')\n" + BNB_CPU
+    )
+    assert readings(text)[0] == ("BNB_NO_CUDA_BINARY", "error")
