@@ -49,6 +49,11 @@ FIRST_SIGHT_PENDING = (
     "docker_engine",
     "hub_cache_partial",
     "xformers_wheel",
+    "tmp_noexec",
+    "torch_load_weights_only",
+    "datasets_scripts",
+    "flash_attn_build",
+    "console_encoding",
 )
 
 
