@@ -31,7 +31,8 @@ CASES = (
         "c_locale_logging",
         EXPECTED,
         "LANG=C LC_ALL=C PYTHONUTF8=0: logging to stdout (logging.basicConfig(stream=sys.stdout))"
-        " of a sample completion in Chinese; logging prints its error and the run goes on",
+        " of a sample completion in Chinese (logging prints its error and the run goes on),"
+        " then print() of a progress line with an emoji",
         env=C_LOCALE,
         timeout=30,
     ),
@@ -67,7 +68,7 @@ def c_locale_logging(work: Path) -> None:
 
     logging.basicConfig(stream=sys.stdout, level=logging.INFO)
     logging.getLogger("train").info("sample completion: %s", SAMPLE)
-    print("step 1/10 done")
+    print("step 1/10 done ✅")
 
 
 def c_locale_write_jsonl(work: Path) -> None:

@@ -4,8 +4,7 @@ script (load_dataset of a script, or of a directory holding <dir name>.py), whic
 config.json maps Auto classes to its own Python files (auto_map), which transformers
 loads only with trust_remote_code=True.
 
-DATASET_SCRIPT_UNSUPPORTED and TRUST_REMOTE_CODE_REQUIRED are proposed codes, not in
-codes.yaml.
+Expected: DATASET_SCRIPT_UNSUPPORTED and TRUST_REMOTE_CODE_REQUIRED.
 """
 
 from __future__ import annotations

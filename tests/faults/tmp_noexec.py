@@ -8,8 +8,8 @@ The tmpfs is mounted `-o size=<n>,noexec` in a private mount namespace (the case
 size carries the mount option). The kernel refuses the executable mapping: the dynamic
 loader's `failed to map segment from shared object`.
 
-TMP_DIR_NOEXEC is a proposed code, not in codes.yaml: a directory the stack builds and
-loads libraries from is on a noexec mount.
+Expected: TMP_DIR_NOEXEC (a directory the stack builds and loads libraries from is on a
+noexec mount).
 """
 
 from __future__ import annotations

@@ -4,8 +4,8 @@ arrays, argparse.Namespace, the user's own class), loaded with torch >= 2.6's de
 global`. The checkpoint is written by the same driver with torch.save (as an older
 training script, or torch < 2.6, saved it) and loaded in a fresh process.
 
-TORCH_LOAD_WEIGHTS_ONLY is a proposed code, not in codes.yaml: torch.load refused a
-checkpoint holding globals outside the weights-only allow-list.
+Expected: TORCH_LOAD_WEIGHTS_ONLY (torch.load refused a checkpoint holding globals outside
+the weights-only allow-list).
 """
 
 from __future__ import annotations
