@@ -37,6 +37,11 @@ FAMILIES = (
     "cuda_home_missing",
     "hub_tls",
     "preempted",
+    "tmp_noexec",
+    "torch_load_weights_only",
+    "datasets_scripts",
+    "flash_attn_build",
+    "console_encoding",
     "user_bugs",
 )
 
