@@ -372,6 +372,65 @@ CASES = (
         timeout=30,
         batch=7,
     ),
+    GpuCase(
+        "extension_built_for_other_arch",
+        ("EXT_BUILD_ARCH_LIST_MISSES_GPU", "CUDA_NO_KERNEL_IMAGE"),
+        "TORCH_CUDA_ARCH_LIST=8.0 (sm_80 only, no PTX), then torch.utils.cpp_extension.load_inline"
+        " of a CUDA kernel that adds one to a float tensor, built with nvcc and run on the H100"
+        " (sm_90)",
+        env={"TORCH_CUDA_ARCH_LIST": "8.0"},
+        timeout=200,
+        batch=8,
+    ),
+    GpuCase(
+        "cuda_in_forked_child",
+        ("CUDA_INIT_BEFORE_FORK",),
+        "a tensor on cuda:0 in the parent (CUDA initialised), then a multiprocessing Process of"
+        " the 'fork' context whose target puts a tensor on cuda:0",
+        timeout=40,
+        batch=8,
+    ),
+    GpuCase(
+        "dataloader_workers_touch_cuda",
+        ("CUDA_INIT_BEFORE_FORK",),
+        "a model on cuda:0, then DataLoader(num_workers=2, multiprocessing_context='fork') over"
+        " a Dataset whose __getitem__ builds its sample on cuda:0",
+        timeout=45,
+        batch=8,
+    ),
+    GpuCase(
+        "visible_devices_unknown_uuid",
+        ("CUDA_VISIBLE_DEVICES_HIDES_GPUS", "TORCH_CUDA_UNAVAILABLE"),
+        "CUDA_VISIBLE_DEVICES=GPU-00000000-0000-0000-0000-000000000000 (a UUID no GPU has), then"
+        " torch.cuda.is_available() and a model's .to('cuda')",
+        env={"CUDA_VISIBLE_DEVICES": "GPU-00000000-0000-0000-0000-000000000000"},
+        timeout=30,
+        batch=8,
+    ),
+    GpuCase(
+        "memory_fraction_oom",
+        ("GPU_OUT_OF_MEMORY",),
+        "torch.cuda.set_per_process_memory_fraction(0.05) (about 4 GiB of the H100's 80), then"
+        " torch.empty of 8 GiB on cuda:0 (the card has it free)",
+        timeout=30,
+        batch=8,
+    ),
+    GpuCase(
+        "user_log_of_negative_nan_cuda",
+        (),
+        "the user's code: under torch.autograd.set_detect_anomaly(True), a loss on cuda:0 that"
+        " takes torch.sqrt of a difference that goes negative (NaN), then backward",
+        timeout=30,
+        batch=8,
+    ),
+    GpuCase(
+        "user_embedding_index_out_of_range_cuda",
+        (),
+        "the user's data: token ids up to 1000 into an nn.Embedding(1000, 64) on cuda:0 (an id"
+        " equal to the vocabulary size), followed by a Linear and loss.item()",
+        timeout=30,
+        batch=8,
+    ),
 )
 
 
@@ -892,6 +951,119 @@ def user_shape_mismatch_cuda(work: Path) -> None:
     model = torch.nn.Linear(32, 8).to("cuda:0")
     x = torch.randn(4, 16, device="cuda:0")  # the bug: 16 features, the layer takes 32
     print(model(x).sum().item(), flush=True)
+
+
+ADD_ONE_CUDA = r"""
+#include <torch/extension.h>
+#include <c10/cuda/CUDAException.h>
+
+__global__ void add_one_kernel(float* x, int64_t n) {
+  int64_t i = blockIdx.x * (int64_t)blockDim.x + threadIdx.x;
+  if (i < n) x[i] += 1.0f;
+}
+
+torch::Tensor add_one(torch::Tensor x) {
+  int64_t n = x.numel();
+  add_one_kernel<<<(n + 255) / 256, 256>>>(x.data_ptr<float>(), n);
+  C10_CUDA_KERNEL_LAUNCH_CHECK();
+  return x;
+}
+"""
+
+
+def extension_built_for_other_arch(work: Path) -> None:
+    import torch
+    from torch.utils.cpp_extension import load_inline
+
+    ext = load_inline(
+        name="add_one_ext",
+        cpp_sources="torch::Tensor add_one(torch::Tensor x);",
+        cuda_sources=ADD_ONE_CUDA,
+        functions=["add_one"],
+        build_directory=str(work),
+    )
+    x = ext.add_one(torch.zeros(1024, device="cuda:0"))
+    print(f"add_one gave {x.sum().item()}", flush=True)
+
+
+def _touch_cuda_in_child() -> None:
+    import torch
+
+    print(f"child: {torch.ones(4, device='cuda:0').sum().item()}", flush=True)
+
+
+def cuda_in_forked_child(work: Path) -> None:
+    import multiprocessing
+
+    import torch
+
+    print(f"parent: {torch.ones(4, device='cuda:0').sum().item()}", flush=True)
+    child = multiprocessing.get_context("fork").Process(target=_touch_cuda_in_child)
+    child.start()
+    child.join()
+    sys.exit(child.exitcode)
+
+
+class _CudaSamples:
+    """A Dataset that builds each sample on the GPU (what the workers must not do)."""
+
+    def __len__(self) -> int:
+        return 64
+
+    def __getitem__(self, i: int) -> object:
+        import torch
+
+        return torch.full((16,), float(i), device="cuda:0")
+
+
+def dataloader_workers_touch_cuda(work: Path) -> None:
+    import torch
+    from torch.utils.data import DataLoader
+
+    model = torch.nn.Linear(16, 4).to("cuda:0")
+    loader = DataLoader(_CudaSamples(), batch_size=8, num_workers=2, multiprocessing_context="fork")
+    for batch in loader:
+        print(model(batch).sum().item(), flush=True)
+
+
+def visible_devices_unknown_uuid(work: Path) -> None:
+    gpus_hidden_to_cuda(work)
+
+
+def memory_fraction_oom(work: Path) -> None:
+    import torch
+
+    torch.cuda.set_per_process_memory_fraction(0.05, device=0)
+    x = torch.empty(8 * 2**30, dtype=torch.uint8, device="cuda:0")
+    print(f"allocated {x.numel() / 2**30:.0f} GiB", flush=True)
+
+
+def user_log_of_negative_nan_cuda(work: Path) -> None:
+    import torch
+
+    torch.autograd.set_detect_anomaly(True)
+    torch.manual_seed(0)
+    w = torch.randn(64, 1, device="cuda:0", requires_grad=True)
+    x = torch.randn(32, 64, device="cuda:0")
+    target = torch.ones(32, 1, device="cuda:0")
+    # the bug: sqrt of (target - prediction), which goes negative for large predictions
+    loss = torch.sqrt(target - x @ w).mean()
+    print(f"loss {loss.item()}", flush=True)
+    loss.backward()
+    print(f"grad norm {w.grad.norm().item()}", flush=True)
+
+
+def user_embedding_index_out_of_range_cuda(work: Path) -> None:
+    import torch
+
+    torch.manual_seed(0)
+    embed = torch.nn.Embedding(1000, 64).to("cuda:0")
+    head = torch.nn.Linear(64, 1000).to("cuda:0")
+    ids = torch.randint(0, 1000, (8, 128), device="cuda:0")
+    ids[3, 17] = 1000  # the bug: the tokenizer's vocabulary is larger than the model's
+    logits = head(embed(ids))
+    loss = torch.nn.functional.cross_entropy(logits.view(-1, 1000), ids.view(-1).clamp(max=999))
+    print(f"loss {loss.item()}", flush=True)
 
 
 def hold_memory(share: float) -> None:
