@@ -1307,6 +1307,7 @@ def train_rank_step(work: Path) -> None:
 
 def second_job_same_gpus(work: Path) -> None:
     import subprocess
+    import threading
 
     faults = ["--standalone", "--nproc-per-node=2", "-m", "tests.faults.gpu_faults"]
     first = subprocess.Popen(
@@ -1315,18 +1316,27 @@ def second_job_same_gpus(work: Path) -> None:
         stderr=subprocess.STDOUT,
     )
     assert first.stdout is not None
-    holding = 0
-    while holding < 2:
-        line = first.stdout.readline()
-        if not line:
-            sys.exit("the first job ended before it held both GPUs")
-        holding += b"holding" in line
+    lines: list[bytes] = []
+    reader = threading.Thread(target=lambda: lines.extend(iter(first.stdout.readline, b"")))
+    reader.daemon = True
+    reader.start()
+    deadline = time.monotonic() + 45
+    while sum(b"holding" in line for line in lines) < 2:
+        if time.monotonic() > deadline or first.poll() is not None:
+            first.kill()
+            text = b"".join(lines).decode(errors="replace")
+            sys.exit(f"the first job did not hold both GPUs; it printed:\n{text}")
+        time.sleep(0.2)
     try:
-        code = subprocess.call(_torchrun(*faults, "train_rank_step", str(work)), timeout=60)
+        code = subprocess.call(_torchrun(*faults, "train_rank_step", str(work)), timeout=40)
     finally:
         first.terminate()
         first.wait(timeout=20)
     sys.exit(code)
+
+
+def nccl_socket_loopback_only(work: Path) -> None:
+    _all_reduce_two_gpus(16 * 2**20)
 
 
 # Drivers the cases start themselves (a first job, a second job's ranks), not cases.
