@@ -491,24 +491,6 @@ CASES = (
         batch=9,
     ),
     GpuCase(
-        "nccl_socket_loopback_only",
-        # Recorded only if it fails (a likely pass: NCCL's socket transport over loopback).
-        (),
-        "NCCL_P2P_DISABLE=1 NCCL_SHM_DISABLE=1 NCCL_NET=Socket NCCL_SOCKET_IFNAME=lo, torchrun 2"
-        " ranks on 2 GPUs, NCCL all_reduce of 64 MiB",
-        ranks=2,
-        min_gpus=2,
-        env={
-            "NCCL_DEBUG": "WARN",
-            "NCCL_P2P_DISABLE": "1",
-            "NCCL_SHM_DISABLE": "1",
-            "NCCL_NET": "Socket",
-            "NCCL_SOCKET_IFNAME": "lo",
-        },
-        timeout=45,
-        batch=9,
-    ),
-    GpuCase(
         "second_job_same_gpus",
         ("GPU_BUSY_OTHER_PROCESSES", "GPU_OUT_OF_MEMORY"),
         "a first torchrun job (2 ranks) holds 70% of each of the 2 GPUs and waits; a second"
@@ -1333,10 +1315,6 @@ def second_job_same_gpus(work: Path) -> None:
         first.terminate()
         first.wait(timeout=20)
     sys.exit(code)
-
-
-def nccl_socket_loopback_only(work: Path) -> None:
-    _all_reduce_two_gpus(16 * 2**20)
 
 
 # Drivers the cases start themselves (a first job, a second job's ranks), not cases.
