@@ -431,6 +431,76 @@ CASES = (
         timeout=30,
         batch=8,
     ),
+    GpuCase(
+        "user_ddp_unused_parameter",
+        (),
+        "the user's model: torchrun 2 ranks on 2 GPUs, DistributedDataParallel (no"
+        " find_unused_parameters) of a module whose aux_head takes no part in the loss; three"
+        " SGD steps",
+        ranks=2,
+        min_gpus=2,
+        env={"NCCL_DEBUG": "WARN"},
+        timeout=45,
+        batch=9,
+    ),
+    GpuCase(
+        "user_collective_mismatch_detail",
+        (),
+        "the user's code under TORCH_DISTRIBUTED_DEBUG=DETAIL: torchrun 2 ranks on 2 GPUs, each"
+        " all_reduces a gradient buffer sized from its rank (1024 floats on rank 0, 4M on rank"
+        " 1), init_process_group(timeout=10 s)",
+        ranks=2,
+        min_gpus=2,
+        env={"NCCL_DEBUG": "WARN", "TORCH_DISTRIBUTED_DEBUG": "DETAIL"},
+        timeout=45,
+        batch=9,
+    ),
+    GpuCase(
+        "collective_mismatch_hang",
+        # The ranks' collectives never match, so one waits until the watchdog's 10 s: the log
+        # shows only the timeout, whose code says a rank stalled or never arrived (warning).
+        ("NCCL_COLLECTIVE_TIMEOUT",),
+        "as user_collective_mismatch_detail without TORCH_DISTRIBUTED_DEBUG: rank 0 all_reduces"
+        " 1024 floats, rank 1 4M floats, three times, init_process_group(timeout=10 s)",
+        ranks=2,
+        min_gpus=2,
+        env={"NCCL_DEBUG": "WARN"},
+        timeout=40,
+        batch=9,
+    ),
+    GpuCase(
+        "user_rank_raises_mid_step",
+        (),
+        "the user's data: torchrun 2 ranks on 2 GPUs, init_process_group(timeout=10 s); rank 1's"
+        " shard has a record without 'label' and raises KeyError at step 1 while rank 0 waits in"
+        " that step's all_reduce",
+        ranks=2,
+        min_gpus=2,
+        env={"NCCL_DEBUG": "WARN"},
+        timeout=45,
+        batch=9,
+    ),
+    GpuCase(
+        "torchrun_master_port_taken",
+        ("DIST_PORT_IN_USE",),
+        "another process listens on 0.0.0.0:29561; then torchrun --nnodes 1 --nproc-per-node 2"
+        " --master-addr 127.0.0.1 --master-port 29561 of an NCCL all_reduce on 2 GPUs",
+        min_gpus=2,
+        env={"NCCL_DEBUG": "WARN"},
+        timeout=60,
+        batch=9,
+    ),
+    GpuCase(
+        "second_job_same_gpus",
+        ("GPU_BUSY_OTHER_PROCESSES", "GPU_OUT_OF_MEMORY"),
+        "a first torchrun job (2 ranks) holds 70% of each of the 2 GPUs and waits; a second"
+        " torchrun --standalone --nproc-per-node 2 job on the same GPUs initialises NCCL, then"
+        " each rank allocates 40% of its card (only the second job's output is recorded)",
+        min_gpus=2,
+        env={"NCCL_DEBUG": "WARN"},
+        timeout=90,
+        batch=9,
+    ),
 )
 
 
@@ -1066,6 +1136,191 @@ def user_embedding_index_out_of_range_cuda(work: Path) -> None:
     print(f"loss {loss.item()}", flush=True)
 
 
+def _local_cuda() -> int:
+    import torch
+
+    local = int(os.environ.get("LOCAL_RANK", "0"))
+    torch.cuda.set_device(local)
+    return local
+
+
+def user_ddp_unused_parameter(work: Path) -> None:
+    import torch
+    import torch.distributed as dist
+    from torch.nn.parallel import DistributedDataParallel
+
+    local = _local_cuda()
+    dist.init_process_group("nccl")
+
+    class TwoHeads(torch.nn.Module):
+        def __init__(self) -> None:
+            super().__init__()
+            self.body = torch.nn.Linear(32, 32)
+            self.head = torch.nn.Linear(32, 1)
+            self.aux_head = torch.nn.Linear(32, 1)
+
+        def forward(self, x: torch.Tensor) -> torch.Tensor:
+            return self.head(torch.relu(self.body(x)))  # the bug: aux_head is never used
+
+    model = DistributedDataParallel(TwoHeads().cuda(), device_ids=[local])
+    opt = torch.optim.SGD(model.parameters(), lr=0.1)
+    for step in range(3):
+        loss = model(torch.randn(8, 32, device="cuda")).pow(2).mean()
+        loss.backward()
+        opt.step()
+        opt.zero_grad()
+        print(f"rank {_rank()} step {step}: loss {loss.item():.4f}", flush=True)
+    dist.destroy_process_group()
+
+
+def _mismatched_all_reduces() -> None:
+    from datetime import timedelta
+
+    import torch
+    import torch.distributed as dist
+
+    _local_cuda()
+    dist.init_process_group("nccl", timeout=timedelta(seconds=10))
+    rank = _rank()
+    # the bug: each rank sizes its gradient buffer from its own (rank-dependent) model
+    grads = torch.ones(1024 if rank == 0 else 4 * 2**20, device="cuda")
+    for step in range(3):
+        dist.all_reduce(grads)
+        torch.cuda.synchronize()
+        print(f"rank {rank} step {step}: {grads[0].item()}", flush=True)
+    dist.destroy_process_group()
+
+
+def user_collective_mismatch_detail(work: Path) -> None:
+    _mismatched_all_reduces()
+
+
+def collective_mismatch_hang(work: Path) -> None:
+    _mismatched_all_reduces()
+
+
+def user_rank_raises_mid_step(work: Path) -> None:
+    from datetime import timedelta
+
+    import torch
+    import torch.distributed as dist
+
+    _local_cuda()
+    dist.init_process_group("nccl", timeout=timedelta(seconds=10))
+    rank = _rank()
+    shard: list[dict[str, Any]] = [{"text": "add to cart", "label": 1}] * 3
+    if rank == 1:
+        shard[1] = {"text": "terminate"}  # the bug: a record without its label
+    for step, record in enumerate(shard):
+        y = torch.tensor([float(record["label"])], device="cuda")
+        dist.all_reduce(y)
+        torch.cuda.synchronize()
+        print(f"rank {rank} step {step}: {y.item()}", flush=True)
+    dist.destroy_process_group()
+
+
+def _torchrun(*args: str) -> list[str]:
+    return [sys.executable, "-m", "torch.distributed.run", *args]
+
+
+def two_gpu_all_reduce(work: Path) -> None:
+    _all_reduce_two_gpus(1024)
+
+
+PORT_HOLDER = (
+    "import socket, time\n"
+    "s = socket.socket()\n"
+    "s.bind(('0.0.0.0', 29561))\n"
+    "s.listen()\n"
+    "print('listening', flush=True)\n"
+    "time.sleep(120)\n"
+)
+
+
+def torchrun_master_port_taken(work: Path) -> None:
+    import subprocess
+
+    holder = subprocess.Popen([sys.executable, "-c", PORT_HOLDER], stdout=subprocess.PIPE)
+    assert holder.stdout is not None
+    if b"listening" not in holder.stdout.readline():
+        sys.exit("the port holder did not start")
+    launch = ["--nnodes=1", "--nproc-per-node=2", "--master-addr=127.0.0.1"]
+    argv = _torchrun(*launch, "--master-port=29561", "-m", "tests.faults.gpu_faults")
+    print("$ torchrun --nproc-per-node 2 --master-port 29561 train.py", flush=True)
+    code = subprocess.call([*argv, "two_gpu_all_reduce", str(work)], timeout=50)
+    holder.kill()
+    sys.exit(code)
+
+
+def hold_rank_gpu(work: Path) -> None:
+    """One rank of the first job: 70% of its GPU held, NCCL up, then waits."""
+    import torch
+    import torch.distributed as dist
+
+    local = _local_cuda()
+    dist.init_process_group("nccl")
+    total = torch.cuda.get_device_properties(local).total_memory
+    held = torch.empty(int(total * 0.7), dtype=torch.uint8, device="cuda")
+    held.fill_(1)
+    t = torch.ones(1, device="cuda")
+    dist.all_reduce(t)
+    torch.cuda.synchronize()
+    print(f"holding {held.numel() / 2**30:.1f} GiB on cuda:{local}", flush=True)
+    time.sleep(300)
+
+
+def train_rank_step(work: Path) -> None:
+    """One rank of the second job: NCCL up, then 40% of its card for its model state."""
+    import torch
+    import torch.distributed as dist
+
+    local = _local_cuda()
+    dist.init_process_group("nccl")
+    t = torch.ones(1, device="cuda")
+    dist.all_reduce(t)
+    total = torch.cuda.get_device_properties(local).total_memory
+    state = torch.empty(int(total * 0.4), dtype=torch.uint8, device="cuda")
+    state.fill_(1)
+    dist.all_reduce(t)
+    torch.cuda.synchronize()
+    print(f"rank {_rank()}: model state on cuda:{local}", flush=True)
+    dist.destroy_process_group()
+
+
+def second_job_same_gpus(work: Path) -> None:
+    import subprocess
+    import threading
+
+    faults = ["--standalone", "--nproc-per-node=2", "-m", "tests.faults.gpu_faults"]
+    first = subprocess.Popen(
+        _torchrun(*faults, "hold_rank_gpu", str(work)),
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+    )
+    assert first.stdout is not None
+    lines: list[bytes] = []
+    reader = threading.Thread(target=lambda: lines.extend(iter(first.stdout.readline, b"")))
+    reader.daemon = True
+    reader.start()
+    deadline = time.monotonic() + 45
+    while sum(b"holding" in line for line in lines) < 2:
+        if time.monotonic() > deadline or first.poll() is not None:
+            first.kill()
+            text = b"".join(lines).decode(errors="replace")
+            sys.exit(f"the first job did not hold both GPUs; it printed:\n{text}")
+        time.sleep(0.2)
+    try:
+        code = subprocess.call(_torchrun(*faults, "train_rank_step", str(work)), timeout=40)
+    finally:
+        first.terminate()
+        first.wait(timeout=20)
+    sys.exit(code)
+
+
+# Drivers the cases start themselves (a first job, a second job's ranks), not cases.
+INNER = ("two_gpu_all_reduce", "hold_rank_gpu", "train_rank_step")
+
+
 def hold_memory(share: float) -> None:
     """Hold `share` of GPU 0's total memory until killed (the other process)."""
     import torch
@@ -1099,7 +1354,7 @@ def main(argv: list[str]) -> None:
         hold_memory_leaving(int(argv[2]))
         return
     names = [c.name for c in CASES]
-    if len(argv) != 3 or argv[1] not in names:
+    if len(argv) != 3 or argv[1] not in (*names, *INNER):
         sys.exit(f"usage: {argv[0]} {{{','.join(names)}}} WORKDIR")
     globals()[argv[1]](Path(argv[2]))
 

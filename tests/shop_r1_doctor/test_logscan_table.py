@@ -61,9 +61,13 @@ def test_specific_signatures_come_before_generic_ones_on_the_same_line():
         for generic in SIGNATURES[i + 1 :]:
             if generic.pattern.search(specific.example) and _applies(generic, evidence):
                 pairs.append((specific.id, generic.id))
-                found = scan_log(specific.example, evidence=evidence)
-                # both codes are reported, the specific one first
-                assert [m.signature.id for m in found][:2] == [specific.id, generic.id]
+                found = [m.signature.id for m in scan_log(specific.example, evidence=evidence)]
+                if generic.code == specific.code:
+                    # one reading per code: the specific one is the code's reading
+                    assert found[0] == specific.id
+                else:
+                    # both codes are reported, the specific one first
+                    assert found[:2] == [specific.id, generic.id]
     assert ("fa-cxx11-abi", "fa-undefined-symbol") in pairs
     assert by_id["fa-cxx11-abi"].code != by_id["fa-undefined-symbol"].code
 
