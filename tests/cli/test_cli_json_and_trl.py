@@ -158,6 +158,7 @@ OTHER_TOOLS = {
     "force_download",  # huggingface_hub's download and from_pretrained argument
     "gradient_accumulation_fusion",
     "include_dashboard",
+    "pin_memory",  # torch DataLoader's argument
     "use_libuv",
 }
 
