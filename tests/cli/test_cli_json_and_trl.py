@@ -160,6 +160,7 @@ OTHER_TOOLS = {
     "include_dashboard",
     "pin_memory",  # torch DataLoader's argument
     "use_libuv",
+    "weights_only",  # torch.load's argument
 }
 
 
