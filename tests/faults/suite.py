@@ -53,7 +53,7 @@ FAMILIES = (
 # Caused for real and scored once at first sight, not yet read for signatures: recorded and
 # re-causable, kept out of the suite's assertions until the readings learned from them land
 # (then they move into FAMILIES).
-FIRST_SIGHT_PENDING: tuple[str, ...] = ("disk_quota", "illegal_instruction")
+FIRST_SIGHT_PENDING: tuple[str, ...] = ("disk_quota", "illegal_instruction", "build_no_compiler")
 
 
 def all_cases(families: tuple[str, ...] = FAMILIES) -> list[FaultCase]:
