@@ -48,12 +48,15 @@ FAMILIES = (
     "docker_engine",
     "hub_cache_partial",
     "xformers_wheel",
+    "disk_quota",
+    "illegal_instruction",
+    "build_no_compiler",
 )
 
 # Caused for real and scored once at first sight, not yet read for signatures: recorded and
 # re-causable, kept out of the suite's assertions until the readings learned from them land
 # (then they move into FAMILIES).
-FIRST_SIGHT_PENDING: tuple[str, ...] = ("disk_quota", "illegal_instruction", "build_no_compiler")
+FIRST_SIGHT_PENDING: tuple[str, ...] = ()
 
 
 def all_cases(families: tuple[str, ...] = FAMILIES) -> list[FaultCase]:
