@@ -75,6 +75,12 @@ class FaultCase:
     # Run the driver as this user (setpriv; its own group, no supplementary groups); the
     # case's dir is opened to it, its HF_HOME (hf-home) is created and owned by root.
     run_as: str | None = None
+    # The case's dir is a btrfs file system on a loop device (a sparse 256 MiB image) in a
+    # private mount namespace, with quotas on and a qgroup limit of this many MiB on it: a
+    # write past it fails with EDQUOT (`[Errno 122] Disk quota exceeded`), as a home or
+    # project directory under a quota does; df still shows the disk's free space. With
+    # run_as, the file system is handed to that user.
+    quota_mib: int | None = None
 
     @property
     def id(self) -> str:
@@ -128,6 +134,7 @@ def missing_requirement(case: FaultCase) -> str | None:
         or case.pids_limit is not None
         or bool(case.readonly)
         or case.run_as is not None
+        or case.quota_mib is not None
     )
     if needs_root and os.geteuid() != 0:
         return "needs root (mount namespace, tmpfs, cgroup, network namespace or another user)"
@@ -135,6 +142,10 @@ def missing_requirement(case: FaultCase) -> str | None:
         return "needs util-linux unshare"
     if case.run_as is not None and shutil.which("setpriv") is None:
         return "needs util-linux setpriv"
+    if case.quota_mib is not None:
+        why = quota_unavailable()
+        if why:
+            return why
     if case.memory_limit_mb is not None and memory_cgroup_parent() is None:
         return "needs a writable memory cgroup (v2 with the memory controller, or v1)"
     if case.pids_limit is not None and pids_cgroup_parent() is None:
@@ -148,6 +159,19 @@ def missing_requirement(case: FaultCase) -> str | None:
             if needed.resolve().is_relative_to(Path(where)):
                 # A mount over it would hide the checkout or the interpreter from the case.
                 return f"the case mounts over {where}, which holds {needed}"
+    return None
+
+
+def quota_unavailable() -> str | None:
+    """Why this machine cannot mount a btrfs image with a qgroup limit, or None."""
+    for tool in ("unshare", "losetup", "mkfs.btrfs", "btrfs"):
+        if shutil.which(tool) is None:
+            return f"needs {tool} (util-linux, btrfs-progs) for a quota-limited file system"
+    if not Path("/dev/loop-control").exists():
+        return "needs loop devices (/dev/loop-control) for a quota-limited file system"
+    known = Path("/proc/filesystems")
+    if not known.exists() or "btrfs" not in known.read_text().split():
+        return "needs a kernel with btrfs (its qgroups give the quota)"
     return None
 
 
@@ -263,8 +287,17 @@ def build_command(case: FaultCase, workdir: Path, procs: Path | None = None) -> 
         where, size = case.tmpfs
         target = workdir if where == "work" else Path(where)
         lines.append(f"mount -t tmpfs -o size={size} tmpfs {target}")
+    if case.quota_mib is not None:
+        # The image lies in the case's dir, under the mount that hides it (the loop
+        # device holds it open; it goes with the namespace and the scratch dir).
+        img = workdir / "quota.img"
+        lines.append(f"truncate -s 256M {img} && mkfs.btrfs -q -f {img} >/dev/null")
+        lines.append(f"mount -o loop {img} {workdir} && btrfs quota enable {workdir}")
+        lines.append(f"btrfs qgroup limit {case.quota_mib}M {workdir}")
     if case.run_as is not None:
         lines.append(f"chmod 755 {workdir} && mkdir -p {workdir}/hf-home")
+        if case.quota_mib is not None:
+            lines.append(f"chown -R {case.run_as}: {workdir}")
     for where in case.readonly:
         target = Path(where) if where.startswith("/") else workdir / where
         lines.append(f"mkdir -p {target} && mount -t tmpfs -o ro,size=1m tmpfs {target}")
@@ -277,7 +310,7 @@ def build_command(case: FaultCase, workdir: Path, procs: Path | None = None) -> 
         lines.append("exit $?")
     script = "\n".join(lines)
     unshare = []
-    if case.tmpfs is not None or case.readonly:
+    if case.tmpfs is not None or case.readonly or case.quota_mib is not None:
         unshare.append("-m")
     if case.no_network:
         unshare.append("-n")

@@ -48,6 +48,9 @@ FAMILIES = (
     "docker_engine",
     "hub_cache_partial",
     "xformers_wheel",
+    "disk_quota",
+    "illegal_instruction",
+    "build_no_compiler",
 )
 
 # Caused for real and scored once at first sight, not yet read for signatures: recorded and
