@@ -51,6 +51,7 @@ FAMILIES = (
     "disk_quota",
     "illegal_instruction",
     "build_no_compiler",
+    "old_os_libs",
 )
 
 # Caused for real and scored once at first sight, not yet read for signatures: recorded and
