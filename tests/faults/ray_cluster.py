@@ -8,9 +8,11 @@ long the failure takes, not what it prints.
 from __future__ import annotations
 
 import os
+import shutil
 import signal
 import subprocess
 import sys
+import tempfile
 from pathlib import Path
 
 from .case import FaultCase, drive
@@ -24,7 +26,8 @@ CASES = (
         FAMILY,
         "head_port_busy",
         ("RAY_PORT_IN_USE",),
-        f"`ray start --head --port {HEAD_PORT}` while another socket listens on {HEAD_PORT}"
+        f"`ray start --head --port {HEAD_PORT} --temp-dir /tmp/ray-<random>` while another"
+        f" socket listens on {HEAD_PORT}"
         f" ({', '.join(f'{k}={v}' for k, v in _QUICK.items())})",
         env=_QUICK,
         timeout=90,
@@ -72,12 +75,16 @@ def _end_leftovers(work: Path) -> None:
 
 def head_port_busy(work: Path) -> None:
     _busy = _listen(HEAD_PORT)  # held open for the whole call
-    argv = ["ray", "start", "--head", f"--port={HEAD_PORT}", f"--temp-dir={work / 'ray'}"]
+    # Ray's temp dir on a short path: under the case's work dir its socket paths could pass
+    # AF_UNIX's 107 bytes (a longer TMPDIR, a 7-digit pid) before the port is ever tried.
+    temp = Path(tempfile.mkdtemp(prefix="ray-", dir="/tmp"))
+    argv = ["ray", "start", "--head", f"--port={HEAD_PORT}", f"--temp-dir={temp}"]
     argv += ["--num-cpus=1", "--include-dashboard=false", "--disable-usage-stats"]
     try:
         code = subprocess.run(argv, check=False).returncode
     finally:
-        _end_leftovers(work)
+        _end_leftovers(temp)
+        shutil.rmtree(temp, ignore_errors=True)
     sys.exit(code)
 
 

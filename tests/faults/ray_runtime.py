@@ -39,9 +39,10 @@ CASES = (
         FAMILY,
         "head_temp_dir_full",
         ("RAY_TMP_DISK_FULL",),
-        f"`ray start --head --port {FULL_PORT} --temp-dir <dir>` with <dir> on a 1 MB tmpfs"
+        f"`ray start --head --port {FULL_PORT} --temp-dir {SHORT}/ray` with {SHORT} a 1 MB tmpfs"
         f" that a file already fills ({_QUICK_TEXT})",
-        tmpfs=("work", "1m"),
+        tmpfs=(SHORT, "1m"),
+        prepare="mount_point",
         env=_QUICK,
         timeout=90,
     ),
@@ -120,16 +121,20 @@ def _ray_start(work: Path, port: int) -> list[str]:
 
 def head_temp_dir_full(work: Path) -> None:
     _own_home(work)
-    with open(work / "checkpoint.bin", "wb") as f:  # what filled the disk before Ray came
+    # The full disk is a short path: under the case's own work dir the session's socket
+    # paths could pass AF_UNIX's 107 bytes first (a longer TMPDIR, a 7-digit pid), and Ray
+    # would fail on that instead (init_socket_path_too_long's cause, not this one).
+    full = Path(SHORT)
+    with open(full / "checkpoint.bin", "wb") as f:  # what filled the disk before Ray came
         try:
             while True:
                 f.write(b"\0" * 65536)
         except OSError:
             pass
     try:
-        code = subprocess.run(_ray_start(work, FULL_PORT), check=False).returncode
+        code = subprocess.run(_ray_start(full, FULL_PORT), check=False).returncode
     finally:
-        _end_leftovers(work)
+        _end_leftovers(full)
     sys.exit(code)
 
 

@@ -22,7 +22,9 @@ BY_NAME = {c.name: c for c in CASES}
 @pytest.mark.parametrize("batch", sorted({c.batch for c in CASES}))
 def test_each_batch_is_bounded_and_fits_one_call(batch: int):
     cases = [c for c in CASES if c.batch == batch]
-    assert all(c.timeout <= 90 for c in cases)
+    # a hang ends well inside a call; a case that builds a CUDA extension with nvcc
+    # (load_inline) takes minutes, and says so in its cause
+    assert all(c.timeout <= 90 or (c.timeout <= 240 and "nvcc" in c.cause) for c in cases)
     holders = sum(gpu_record.HOLDER_WAIT_S for c in cases if gpu_record.holder_argv(c))
     assert sum(c.timeout for c in cases) + holders <= gpu_record.BUDGET_S < 480
     assert all(callable(getattr(gpu_faults, c.name)) for c in cases)
