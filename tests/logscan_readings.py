@@ -12,3 +12,8 @@ CODES = load_codes()
 def readings(text: str) -> list[tuple[str, str]]:
     """(code, severity) of every reading, the lead first."""
     return [(m.code, m.severity(CODES[m.code].severity)) for m in diagnose_log(text).matches]
+
+
+def codes(text: str) -> list[str]:
+    """The codes of every reading, the lead first."""
+    return [c for c, _ in readings(text)]

@@ -1,8 +1,8 @@
 """Failures caused for real on a CPU Linux machine, and what each one printed.
 
-One module per family (disk_full, shm, host_memory, ports, ray_cluster, optional_packages,
-hub, trainer_config, tokenizer, compiler, numpy_abi, upper_layers, proxy, user_bugs); gpu_faults.py holds the GPU
-cases that gpu_record.py causes on an NVIDIA machine. Each module declares its cases and, run
+One module per family (`suite.FAMILIES` lists them); gpu_cases.py holds the GPU cases and
+gpu_faults.py their drivers, which gpu_record.py runs on an NVIDIA machine. Each CPU family's
+module declares its cases and, run
 as `python -m tests.faults.<family> <case> [dir]`, causes the failure. `case.py` runs a
 case the way a user meets it (a tmpfs of a few MB in a private mount namespace, a memory
 cgroup, no network namespace, a PATH without a compiler) and captures stdout + stderr +

@@ -28,7 +28,7 @@ from pathlib import Path
 from typing import Any
 
 from .case import ROOT, versions
-from .gpu_faults import CASES, FAMILY, GpuCase
+from .gpu_cases import CASES, FAMILY, GpuCase
 from .record import portable
 
 BUDGET_S = 405.0  # the whole run ends inside one 10-minute device call

@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 
 from . import gpu_faults, gpu_record
-from .gpu_faults import CASES
+from .gpu_cases import CASES
 from .suite import load_recordings
 from .verdict_gpu import check_gpu_diagnosis
 

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import pytest
 
-from .gpu_faults import CASES
+from .gpu_cases import CASES
 from .suite import Recording, load_recordings
 from .verdict_gpu import check_gpu_diagnosis
 

@@ -7,11 +7,7 @@ tests/fixtures/faults/. Codes and severities only (wording: codes.yaml)."""
 from __future__ import annotations
 
 import pytest
-from logscan_readings import readings
-
-
-def codes(text: str) -> list[str]:
-    return [c for c, _ in readings(text)]
+from logscan_readings import codes, readings
 
 
 def errors(text: str) -> list[str]:

@@ -6,12 +6,7 @@ severities only (wording: codes.yaml)."""
 from __future__ import annotations
 
 import pytest
-from logscan_readings import readings
-
-
-def codes(text: str) -> list[str]:
-    return [c for c, _ in readings(text)]
-
+from logscan_readings import codes, readings
 
 # --- EXT_TORCH_ABI_UNDEFINED_SYMBOL: an extension's .so needs another torch's symbol ------
 

@@ -7,12 +7,7 @@ codes.yaml)."""
 from __future__ import annotations
 
 import pytest
-from logscan_readings import readings
-
-
-def codes(text: str) -> list[str]:
-    return [c for c, _ in readings(text)]
-
+from logscan_readings import codes, readings
 
 # --- PROCESS_LIMIT_REACHED ----------------------------------------------------------------
 

@@ -6,14 +6,9 @@ only (wording: codes.yaml)."""
 from __future__ import annotations
 
 import pytest
-from logscan_readings import readings
+from logscan_readings import codes, readings
 
 from shop_r1_doctor.logscan import diagnose_log
-
-
-def codes(text: str) -> list[str]:
-    return [c for c, _ in readings(text)]
-
 
 # --- WRONG_PYTHON_INTERPRETER: the launcher is not on the shell's PATH ---------------------
 

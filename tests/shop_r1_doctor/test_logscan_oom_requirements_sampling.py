@@ -6,14 +6,9 @@ Codes and severities only (wording: codes.yaml)."""
 from __future__ import annotations
 
 import pytest
-from logscan_readings import CODES, readings
+from logscan_readings import CODES, codes, readings
 
 from shop_r1_doctor.logscan import diagnose_log
-
-
-def codes(text: str) -> list[str]:
-    return [c for c, _ in readings(text)]
-
 
 # --- GPU_OUT_OF_MEMORY from torch's driver-API check ------------------------------------
 
