@@ -824,17 +824,6 @@ def alloc_conf_bad_value(work: Path) -> None:
     alloc_conf_typo(work)
 
 
-def deterministic_cublas_no_workspace_config(work: Path) -> None:
-    os.environ.pop("CUBLAS_WORKSPACE_CONFIG", None)  # as a launch environment without it
-    import torch
-
-    torch.use_deterministic_algorithms(True)
-    torch.manual_seed(0)
-    layer = torch.nn.Linear(256, 256, bias=False).to("cuda:0")
-    x = torch.randn(64, 256, device="cuda:0")
-    print(f"output sum {layer(x).sum().item()}", flush=True)
-
-
 def device_map_gpu_past_visible(work: Path) -> None:
     import torch
     from transformers import AutoModelForCausalLM
