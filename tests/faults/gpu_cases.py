@@ -36,6 +36,8 @@ class GpuCase:
     # > 0: the case's work directory is a tmpfs of this many MiB in a private mount
     # namespace (a small scratch or quota-bound disk that a checkpoint fills)
     work_tmpfs_mib: float = 0
+    # with work_tmpfs_mib: that tmpfs is mounted read-only (a cache shared `:ro`)
+    work_readonly: bool = False
     timeout: float = 90.0
 
     @property
@@ -496,5 +498,80 @@ CASES = (
         env={"NCCL_DEBUG": "WARN"},
         timeout=90,
         batch=9,
+    ),
+    GpuCase(
+        "alloc_conf_bad_value",
+        ("CUDA_ALLOC_CONF_INVALID",),
+        "PYTORCH_CUDA_ALLOC_CONF=expandable_segments:1 (a value other than True/False), then a"
+        " tensor on cuda:0",
+        env={"PYTORCH_CUDA_ALLOC_CONF": "expandable_segments:1"},
+        timeout=20,
+        batch=10,
+    ),
+    GpuCase(
+        "device_map_gpu_past_visible",
+        # a config written for a two-GPU machine (the policy on GPU 1) run where one GPU is
+        # visible: the index names a GPU this machine does not show
+        ("DEVICE_ORDINAL_OUT_OF_RANGE",),
+        "a tiny Qwen2 saved from a config, then from_pretrained(device_map={'': 1}) (a config"
+        " written for two GPUs) on a machine with one GPU",
+        timeout=40,
+        batch=10,
+    ),
+    GpuCase(
+        "accelerate_fsdp_fp8_no_backend",
+        ("PACKAGE_REQUESTED_NOT_INSTALLED",),
+        "`accelerate launch --config_file` an FSDP (version 2, 1 process) config with"
+        " mixed_precision: fp8 of an Accelerator training script, where none of"
+        " transformer-engine, MS-AMP or torchao is installed",
+        timeout=45,
+        batch=10,
+    ),
+    GpuCase(
+        "compile_cc_points_nowhere",
+        ("TORCH_COMPILE_NO_COMPILER",),
+        "CC=/opt/gcc-13/bin/gcc (no such file; gcc on PATH), fresh Triton/Inductor caches:"
+        " torch.compile of a function on cuda tensors",
+        env={"CC": "/opt/gcc-13/bin/gcc"},
+        timeout=60,
+        batch=10,
+    ),
+    GpuCase(
+        "triton_cache_read_only",
+        ("CACHE_DIR_NOT_WRITABLE",),
+        "TRITON_CACHE_DIR on a read-only tmpfs (a shared cache mounted :ro), Inductor's cache"
+        " a fresh directory on the real disk: torch.compile of a function on cuda tensors",
+        work_tmpfs_mib=1,
+        work_readonly=True,
+        timeout=60,
+        batch=10,
+    ),
+    GpuCase(
+        "triton_cache_disk_full",
+        ("DISK_FULL_AT_CHECKPOINT", "DISK_LOW"),
+        "TRITON_CACHE_DIR on a 1 MiB tmpfs that a filler file has filled, Inductor's cache a"
+        " fresh directory on the real disk: torch.compile of a function on cuda tensors",
+        work_tmpfs_mib=1,
+        timeout=60,
+        batch=10,
+    ),
+    GpuCase(
+        "user_lm_labels_past_vocab_blocking",
+        (),
+        "the user's data: CUDA_LAUNCH_BLOCKING=1, a tiny Qwen2 (vocabulary 1024) on cuda:0"
+        " called with labels holding the id 1030 (a tokenizer with added tokens the model"
+        " lacks); a device-side assert in the loss",
+        env={"CUDA_LAUNCH_BLOCKING": "1"},
+        timeout=40,
+        batch=10,
+    ),
+    GpuCase(
+        "user_triton_kernel_out_of_bounds",
+        (),
+        "the user's Triton kernel: no mask on its loads and stores, launched with grid (n,)"
+        " where cdiv(n, BLOCK) was meant, over a 1M-float tensor on cuda:0 (an illegal memory"
+        " access)",
+        timeout=45,
+        batch=10,
     ),
 )

@@ -437,17 +437,7 @@ accelerator.print("trained 3 steps")
 
 
 def accelerate_deepspeed_config_not_installed(work: Path) -> None:
-    import shutil
-    import subprocess
-
-    config, script = work / "ds_zero2.yaml", work / "train.py"
-    config.write_text(ACCELERATE_DEEPSPEED_CONFIG, encoding="utf-8")
-    script.write_text(ACCELERATE_TRAIN_SCRIPT, encoding="utf-8")
-    beside = Path(sys.executable).parent / "accelerate"
-    accelerate = str(beside) if beside.exists() else shutil.which("accelerate") or "accelerate"
-    argv = [accelerate, "launch", "--config_file", str(config), str(script)]
-    print("$ accelerate launch --config_file ds_zero2.yaml train.py", flush=True)
-    sys.exit(subprocess.run(argv, cwd=work, check=False).returncode)
+    _accelerate_launch(work, ACCELERATE_DEEPSPEED_CONFIG, "ds_zero2.yaml")
 
 
 def _llama_on_cuda() -> Any:
@@ -828,6 +818,141 @@ def second_job_same_gpus(work: Path) -> None:
         first.terminate()
         first.wait(timeout=20)
     sys.exit(code)
+
+
+def alloc_conf_bad_value(work: Path) -> None:
+    alloc_conf_typo(work)
+
+
+def device_map_gpu_past_visible(work: Path) -> None:
+    import torch
+    from transformers import AutoModelForCausalLM
+
+    print(f"torch.cuda.device_count(): {torch.cuda.device_count()}", flush=True)
+    # the config's placement, written for a machine whose GPU 1 holds the policy
+    model = AutoModelForCausalLM.from_pretrained(_tiny_qwen_config(work), device_map={"": 1})
+    print(f"loaded on {model.device}", flush=True)
+
+
+ACCELERATE_FSDP_FP8_CONFIG = """\
+compute_environment: LOCAL_MACHINE
+distributed_type: FSDP
+fsdp_config:
+  fsdp_version: 2
+  fsdp_auto_wrap_policy: NO_WRAP
+  fsdp_reshard_after_forward: true
+  fsdp_state_dict_type: SHARDED_STATE_DICT
+mixed_precision: fp8
+num_machines: 1
+num_processes: 1
+machine_rank: 0
+main_training_function: main
+use_cpu: false
+"""
+
+
+def _accelerate_launch(work: Path, config_text: str, shown: str) -> None:
+    import shutil
+    import subprocess
+
+    config, script = work / shown, work / "train.py"
+    config.write_text(config_text, encoding="utf-8")
+    script.write_text(ACCELERATE_TRAIN_SCRIPT, encoding="utf-8")
+    beside = Path(sys.executable).parent / "accelerate"
+    accelerate = str(beside) if beside.exists() else shutil.which("accelerate") or "accelerate"
+    argv = [accelerate, "launch", "--config_file", str(config), str(script)]
+    print(f"$ accelerate launch --config_file {shown} train.py", flush=True)
+    sys.exit(subprocess.run(argv, cwd=work, check=False).returncode)
+
+
+def accelerate_fsdp_fp8_no_backend(work: Path) -> None:
+    _accelerate_launch(work, ACCELERATE_FSDP_FP8_CONFIG, "fsdp_fp8.yaml")
+
+
+def _compile_gelu_on_cuda() -> None:
+    import torch
+
+    @torch.compile
+    def gelu_scale(x: torch.Tensor) -> torch.Tensor:
+        return torch.nn.functional.gelu(x) * 2.0
+
+    print(gelu_scale(torch.randn(1024, device="cuda")).sum().item(), flush=True)
+
+
+def _fresh_inductor_cache() -> None:
+    import tempfile
+
+    # on the real disk, fresh: a launcher or kernel compiled earlier would need no write
+    os.environ["TORCHINDUCTOR_CACHE_DIR"] = tempfile.mkdtemp(prefix="inductor-cache-")
+
+
+def compile_cc_points_nowhere(work: Path) -> None:
+    os.environ["TRITON_CACHE_DIR"] = str(work / "triton-cache")
+    os.environ["TORCHINDUCTOR_CACHE_DIR"] = str(work / "inductor-cache")
+    _compile_gelu_on_cuda()
+
+
+def triton_cache_read_only(work: Path) -> None:
+    os.environ["TRITON_CACHE_DIR"] = str(work / "triton-cache")  # work: a read-only mount
+    _fresh_inductor_cache()
+    _compile_gelu_on_cuda()
+
+
+def _fill(directory: Path) -> None:
+    """Write a filler file until the file system has no space left (earlier runs' output)."""
+    import errno
+
+    fd = os.open(directory / "filler.bin", os.O_WRONLY | os.O_CREAT, 0o644)
+    block = b"\0" * 65536
+    try:
+        while True:
+            os.write(fd, block)
+    except OSError as e:
+        if e.errno != errno.ENOSPC:
+            raise
+    finally:
+        os.close(fd)
+    left = os.statvfs(directory)
+    print(f"{directory.name}: {left.f_bavail * left.f_frsize} bytes free", flush=True)
+
+
+def triton_cache_disk_full(work: Path) -> None:
+    _fill(work)
+    os.environ["TRITON_CACHE_DIR"] = str(work / "triton-cache")
+    _fresh_inductor_cache()
+    _compile_gelu_on_cuda()
+
+
+def user_lm_labels_past_vocab_blocking(work: Path) -> None:
+    import torch
+
+    from shop_r1.tiny import model_from_config_dict, tiny_config_dict
+
+    torch.manual_seed(0)
+    model = model_from_config_dict(tiny_config_dict(1024)).to("cuda:0")
+    ids = torch.randint(0, 1024, (2, 32), device="cuda:0")
+    labels = ids.clone()
+    labels[1, 5] = 1030  # the bug: ids from a tokenizer with added tokens the model lacks
+    loss = model(input_ids=ids, labels=labels).loss
+    print(f"loss {loss.item()}", flush=True)
+
+
+def user_triton_kernel_out_of_bounds(work: Path) -> None:
+    import torch
+    import triton
+    import triton.language as tl
+
+    @triton.jit
+    def scale_kernel(x_ptr, out_ptr, BLOCK: tl.constexpr):
+        offs = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
+        tl.store(out_ptr + offs, tl.load(x_ptr + offs) * 2.0)  # the bug: no mask
+
+    n, block = 2**20, 1024
+    x = torch.randn(n, device="cuda:0")
+    out = torch.empty_like(x)
+    scale_kernel[(n,)](x, out, BLOCK=block)  # the bug: n programs, cdiv(n, block) meant
+    torch.cuda.synchronize()
+    print(f"scaled: {out.sum().item()}", flush=True)
 
 
 # Drivers the cases start themselves (a first job, a second job's ranks), not cases.

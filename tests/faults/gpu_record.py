@@ -95,7 +95,8 @@ def build_argv(case: GpuCase, workdir: Path, python: str = sys.executable) -> li
     if case.shm_mib:
         mounts.append(f"mount -t tmpfs -o size={case.shm_mib:g}m tmpfs /dev/shm")
     if case.work_tmpfs_mib:
-        mounts.append(f"mount -t tmpfs -o size={case.work_tmpfs_mib:g}m tmpfs {workdir}")
+        ro = "ro," if case.work_readonly else ""
+        mounts.append(f"mount -t tmpfs -o {ro}size={case.work_tmpfs_mib:g}m tmpfs {workdir}")
     if mounts:
         # A private mount namespace: the machine's own /dev/shm and /tmp stay as they are.
         mount = " && ".join([*mounts, 'exec "$@"'])
