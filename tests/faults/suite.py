@@ -57,7 +57,12 @@ FAMILIES = (
 # Caused for real and scored once at first sight, not yet read for signatures: recorded and
 # re-causable, kept out of the suite's assertions until the readings learned from them land
 # (then they move into FAMILIES).
-FIRST_SIGHT_PENDING: tuple[str, ...] = ("stdlib_missing", "dev_shm_unusable", "tmpdir_unusable")
+FIRST_SIGHT_PENDING: tuple[str, ...] = (
+    "stdlib_missing",
+    "dev_shm_unusable",
+    "tmpdir_unusable",
+    "shadowed_module",
+)
 
 
 def all_cases(families: tuple[str, ...] = FAMILIES) -> list[FaultCase]:
