@@ -62,6 +62,7 @@ FIRST_SIGHT_PENDING: tuple[str, ...] = (
     "dev_shm_unusable",
     "tmpdir_unusable",
     "shadowed_module",
+    "thread_env_invalid",
 )
 
 
