@@ -52,18 +52,17 @@ FAMILIES = (
     "illegal_instruction",
     "build_no_compiler",
     "old_os_libs",
-)
-
-# Caused for real and scored once at first sight, not yet read for signatures: recorded and
-# re-causable, kept out of the suite's assertions until the readings learned from them land
-# (then they move into FAMILIES).
-FIRST_SIGHT_PENDING: tuple[str, ...] = (
     "stdlib_missing",
     "dev_shm_unusable",
     "tmpdir_unusable",
     "shadowed_module",
     "thread_env_invalid",
 )
+
+# Caused for real and scored once at first sight, not yet read for signatures: recorded and
+# re-causable, kept out of the suite's assertions until the readings learned from them land
+# (then they move into FAMILIES).
+FIRST_SIGHT_PENDING: tuple[str, ...] = ()
 
 
 def all_cases(families: tuple[str, ...] = FAMILIES) -> list[FaultCase]:
