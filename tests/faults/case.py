@@ -81,6 +81,10 @@ class FaultCase:
     # project directory under a quota does; df still shows the disk's free space. With
     # run_as, the file system is handed to that user.
     quota_mib: int | None = None
+    # Shell lines run in the wrapper, in a private mount namespace, after the mounts above
+    # and before the driver starts ("{work}" is the case's dir): a /dev/shm of mode 755, a
+    # /dev without shm. The recorded command shows them.
+    namespace_setup: tuple[str, ...] = ()
 
     @property
     def id(self) -> str:
@@ -135,10 +139,12 @@ def missing_requirement(case: FaultCase) -> str | None:
         or bool(case.readonly)
         or case.run_as is not None
         or case.quota_mib is not None
+        or bool(case.namespace_setup)
     )
     if needs_root and os.geteuid() != 0:
         return "needs root (mount namespace, tmpfs, cgroup, network namespace or another user)"
-    if (case.tmpfs or case.no_network or case.readonly) and shutil.which("unshare") is None:
+    needs_unshare = case.tmpfs or case.no_network or case.readonly or case.namespace_setup
+    if needs_unshare and shutil.which("unshare") is None:
         return "needs util-linux unshare"
     if case.run_as is not None and shutil.which("setpriv") is None:
         return "needs util-linux setpriv"
@@ -301,6 +307,7 @@ def build_command(case: FaultCase, workdir: Path, procs: Path | None = None) -> 
     for where in case.readonly:
         target = Path(where) if where.startswith("/") else workdir / where
         lines.append(f"mkdir -p {target} && mount -t tmpfs -o ro,size=1m tmpfs {target}")
+    lines.extend(line.replace("{work}", str(workdir)) for line in case.namespace_setup)
     for flag, value in case.ulimits.items():
         lines.append(f"ulimit -{flag} {value}")
     if case.path_without_compiler:
@@ -310,7 +317,12 @@ def build_command(case: FaultCase, workdir: Path, procs: Path | None = None) -> 
         lines.append("exit $?")
     script = "\n".join(lines)
     unshare = []
-    if case.tmpfs is not None or case.readonly or case.quota_mib is not None:
+    if (
+        case.tmpfs is not None
+        or case.readonly
+        or case.quota_mib is not None
+        or case.namespace_setup
+    ):
         unshare.append("-m")
     if case.no_network:
         unshare.append("-n")

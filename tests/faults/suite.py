@@ -52,6 +52,11 @@ FAMILIES = (
     "illegal_instruction",
     "build_no_compiler",
     "old_os_libs",
+    "stdlib_missing",
+    "dev_shm_unusable",
+    "tmpdir_unusable",
+    "shadowed_module",
+    "thread_env_invalid",
 )
 
 # Caused for real and scored once at first sight, not yet read for signatures: recorded and
