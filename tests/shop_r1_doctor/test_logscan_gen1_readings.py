@@ -58,10 +58,12 @@ POSITIVES = [
         "PYTHON_TOO_OLD_FOR_PACKAGE",
         "info",
     ),
+    # a pin older than every offered version: a release made before this Python (numpy
+    # 1.26.0 was the first with cp312 wheels), not one made after it
     (
         "ERROR: Could not find a version that satisfies the requirement numpy==1.21.0 (from"
         " versions: 1.26.0, 1.26.4, 2.0.0)",
-        "PYTHON_TOO_OLD_FOR_PACKAGE",
+        "PYTHON_TOO_NEW_FOR_PACKAGE",
         "info",
     ),
     # 2. Windows
