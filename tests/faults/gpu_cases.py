@@ -644,16 +644,6 @@ CASES = (
         batch=11,
     ),
     GpuCase(
-        "fp16_model_on_cpu_gpus_hidden",
-        ("CUDA_VISIBLE_DEVICES_HIDES_GPUS", "TORCH_CUDA_UNAVAILABLE"),
-        "CUDA_VISIBLE_DEVICES='': a tiny Qwen2 from_pretrained(dtype=float16) put on 'cuda' if"
-        " torch.cuda.is_available() else 'cpu', then a forward with labels, backward and"
-        " generate",
-        env={"CUDA_VISIBLE_DEVICES": ""},
-        timeout=45,
-        batch=11,
-    ),
-    GpuCase(
         "visible_devices_set_after_count",
         (
             "CUDA_VISIBLE_DEVICES_HIDES_GPUS",

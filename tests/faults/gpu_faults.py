@@ -1098,21 +1098,6 @@ def cuda_checkpoint_loaded_gpus_hidden(work: Path) -> None:
     print(f"loaded {len(state)} tensors", flush=True)
 
 
-def fp16_model_on_cpu_gpus_hidden(work: Path) -> None:
-    import torch
-    from transformers import AutoModelForCausalLM
-
-    device = "cuda" if torch.cuda.is_available() else "cpu"
-    print(f"torch.cuda.is_available(): {torch.cuda.is_available()}; using {device}", flush=True)
-    model = AutoModelForCausalLM.from_pretrained(_tiny_qwen_config(work), dtype=torch.float16)
-    model.to(device)
-    ids = torch.randint(0, 1024, (2, 16), device=device)
-    out = model(input_ids=ids, labels=ids)
-    out.loss.backward()
-    print(f"loss {out.loss.item()}", flush=True)
-    print(model.generate(ids, max_new_tokens=4, do_sample=False).shape, flush=True)
-
-
 def visible_devices_set_after_count(work: Path) -> None:
     import torch
 
