@@ -574,4 +574,86 @@ CASES = (
         timeout=45,
         batch=10,
     ),
+    GpuCase(
+        "user_linear_dtype_mismatch_cuda",
+        (),
+        "the user's code: a Linear(64, 8) moved to cuda:0 in float16, called on a float32 batch"
+        " (no autocast)",
+        timeout=30,
+        batch=11,
+    ),
+    GpuCase(
+        "user_attention_scores_shapes_cuda",
+        (),
+        "the user's code: attention scores q @ k on cuda:0 with q and k both (2, 4, 128, 32),"
+        " k not transposed (a batched matmul whose inner sizes differ)",
+        timeout=30,
+        batch=11,
+    ),
+    GpuCase(
+        "user_gather_out_of_range_then_cublas",
+        (),
+        "the user's code, CUDA_LAUNCH_BLOCKING unset: a Linear on cuda:0 (cuBLAS set up), then"
+        " torch.gather of rows with a position one past the sequence (a device-side assert),"
+        " 0.5 s of host work, then a second Linear's matmul and loss.item()",
+        timeout=30,
+        batch=11,
+    ),
+    GpuCase(
+        "user_fp16_loss_overflow_no_scaler",
+        (),
+        "the user's code: an MLP cast to float16 on cuda:0 trained with plain SGD (no autocast,"
+        " no GradScaler) on unnormalised features (x20) and targets (x500); mse_loss overflows"
+        " float16, clip_grad_norm_(error_if_nonfinite=True) refuses the non-finite gradients",
+        timeout=30,
+        batch=11,
+    ),
+    GpuCase(
+        "user_dataloader_worker_keyerror",
+        (),
+        "the user's data: a model on cuda:0 fed by DataLoader(num_workers=2) over records of"
+        " which one has no 'label' key; the worker's KeyError re-raised in the main process",
+        timeout=40,
+        batch=11,
+    ),
+    GpuCase(
+        "user_compiled_forward_keyerror",
+        (),
+        "the user's code: torch.compile(fullgraph=True) of a module on cuda:0 whose forward looks"
+        " its scale up in a dict; the first call compiles and runs, the second passes a key the"
+        " dict lacks (Dynamo's Observed exception for a KeyError)",
+        timeout=60,
+        batch=11,
+    ),
+    GpuCase(
+        "user_checkpoint_inputs_no_grad",
+        (),
+        "the user's code: a frozen Embedding and head (requires_grad False, as under LoRA), the"
+        " trainable blocks between them under torch.utils.checkpoint(use_reentrant=True), on"
+        " cuda:0; loss.backward()",
+        timeout=30,
+        batch=11,
+    ),
+    GpuCase(
+        "cuda_checkpoint_loaded_gpus_hidden",
+        ("TORCH_CUDA_UNAVAILABLE", "CUDA_VISIBLE_DEVICES_HIDES_GPUS"),
+        "a state_dict saved from cuda:0 by a first process (CUDA_VISIBLE_DEVICES=0), then"
+        " torch.load of it without map_location in a process run with CUDA_VISIBLE_DEVICES=''",
+        env={"CUDA_VISIBLE_DEVICES": ""},
+        timeout=45,
+        batch=11,
+    ),
+    GpuCase(
+        "visible_devices_set_after_count",
+        (
+            "CUDA_VISIBLE_DEVICES_HIDES_GPUS",
+            "TORCH_CUDA_UNAVAILABLE",
+            "DEVICE_ORDINAL_OUT_OF_RANGE",
+        ),
+        "torch.cuda.device_count() (1 on this machine, no CUDA context yet), then"
+        " os.environ['CUDA_VISIBLE_DEVICES'] = '1' inside the script (a setting written for a"
+        " two-GPU machine), then a model's .to('cuda:1')",
+        timeout=30,
+        batch=11,
+    ),
 )

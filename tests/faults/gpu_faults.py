@@ -955,8 +955,160 @@ def user_triton_kernel_out_of_bounds(work: Path) -> None:
     print(f"scaled: {out.sum().item()}", flush=True)
 
 
+def user_linear_dtype_mismatch_cuda(work: Path) -> None:
+    import torch
+
+    torch.manual_seed(0)
+    model = torch.nn.Linear(64, 8).to("cuda:0", torch.float16)
+    x = torch.randn(4, 64, device="cuda:0")  # the bug: the batch stays float32, no autocast
+    print(model(x).sum().item(), flush=True)
+
+
+def user_attention_scores_shapes_cuda(work: Path) -> None:
+    import torch
+
+    torch.manual_seed(0)
+    q = torch.randn(2, 4, 128, 32, device="cuda:0")  # batch, heads, tokens, head size
+    k = torch.randn(2, 4, 128, 32, device="cuda:0")
+    scores = q @ k / 32**0.5  # the bug: k.transpose(-2, -1) meant
+    print(scores.softmax(-1).sum().item(), flush=True)
+
+
+def user_gather_out_of_range_then_cublas(work: Path) -> None:
+    import torch
+
+    torch.manual_seed(0)
+    proj = torch.nn.Linear(64, 64).to("cuda:0")
+    head = torch.nn.Linear(64, 16).to("cuda:0")
+    h = proj(torch.randn(32, 64, device="cuda:0"))  # cuBLAS's handle is set up here
+    torch.cuda.synchronize()
+    pos = torch.randint(0, 32, (8,), device="cuda:0")
+    pos[5] = 32  # the bug: a position one past the sequence
+    picked = torch.gather(h, 0, pos[:, None].expand(-1, 64))
+    time.sleep(0.5)  # the host builds the next batch meanwhile
+    loss = head(picked).logsumexp(-1).mean()
+    print(f"loss {loss.item()}", flush=True)
+
+
+def user_fp16_loss_overflow_no_scaler(work: Path) -> None:
+    import torch
+
+    torch.manual_seed(0)
+    mlp = [torch.nn.Linear(256, 512), torch.nn.ReLU(), torch.nn.Linear(512, 1)]
+    model = torch.nn.Sequential(*mlp).to("cuda:0", torch.float16)  # the bug: pure fp16
+    opt = torch.optim.SGD(model.parameters(), lr=0.01)
+    for step in range(20):
+        x = torch.randn(64, 256, device="cuda:0", dtype=torch.float16) * 20
+        target = torch.randn(64, 1, device="cuda:0", dtype=torch.float16) * 500
+        loss = torch.nn.functional.mse_loss(model(x), target)
+        print(f"step {step}: loss {loss.item()}", flush=True)
+        loss.backward()
+        torch.nn.utils.clip_grad_norm_(model.parameters(), 1e4, error_if_nonfinite=True)
+        opt.step()
+        opt.zero_grad()
+
+
+class _Records:
+    """Labelled records, one of which lost its label (the user's data)."""
+
+    def __init__(self) -> None:
+        self.rows: list[dict[str, Any]] = [
+            {"text": f"add item {i} to cart", "label": i % 2} for i in range(64)
+        ]
+        self.rows[37] = {"text": "terminate"}  # the bug: a record without its label
+
+    def __len__(self) -> int:
+        return len(self.rows)
+
+    def __getitem__(self, i: int) -> object:
+        import torch
+
+        row = self.rows[i]
+        return torch.tensor([float(len(row["text"]))]), torch.tensor(row["label"])
+
+
+def user_dataloader_worker_keyerror(work: Path) -> None:
+    import torch
+    from torch.utils.data import DataLoader
+
+    model = torch.nn.Linear(1, 2).to("cuda:0")
+    loader = DataLoader(_Records(), batch_size=8, num_workers=2)
+    for step, (x, y) in enumerate(loader):
+        loss = torch.nn.functional.cross_entropy(model(x.to("cuda:0")), y.to("cuda:0"))
+        print(f"step {step}: loss {loss.item():.4f}", flush=True)
+
+
+def user_compiled_forward_keyerror(work: Path) -> None:
+    import torch
+
+    class ScaledHead(torch.nn.Module):
+        def __init__(self) -> None:
+            super().__init__()
+            self.proj = torch.nn.Linear(64, 64)
+            self.scales = {"small": 0.5, "large": 2.0}
+
+        def forward(self, x: torch.Tensor, size: str) -> torch.Tensor:
+            return self.proj(x) * self.scales[size]
+
+    model = torch.compile(ScaledHead().to("cuda:0"), fullgraph=True)
+    print(model(torch.randn(2, 64, device="cuda:0"), "large").sum().item(), flush=True)
+    # the bug: a size the table does not have
+    print(model(torch.randn(2, 64, device="cuda:0"), "medium").sum().item(), flush=True)
+
+
+def user_checkpoint_inputs_no_grad(work: Path) -> None:
+    import torch
+    from torch.utils.checkpoint import checkpoint
+
+    torch.manual_seed(0)
+    embed = torch.nn.Embedding(1000, 64).to("cuda:0").requires_grad_(False)  # frozen
+    blocks = [torch.nn.Sequential(torch.nn.Linear(64, 64), torch.nn.GELU()) for _ in range(2)]
+    layers = torch.nn.ModuleList(blocks).to("cuda:0")  # trainable
+    head = torch.nn.Linear(64, 1000).to("cuda:0").requires_grad_(False)  # frozen
+    ids = torch.randint(0, 1000, (4, 32), device="cuda:0")
+    h = embed(ids)  # the bug: no input needs grad (enable_input_require_grads not called)
+    for layer in layers:
+        h = checkpoint(layer, h, use_reentrant=True)
+    loss = torch.nn.functional.cross_entropy(head(h).view(-1, 1000), ids.view(-1))
+    print(f"loss {loss.item():.4f}", flush=True)
+    loss.backward()
+    print(f"grad {layers[0][0].weight.grad.norm().item()}", flush=True)
+
+
+def save_cuda_checkpoint(work: Path) -> None:
+    """The first process: a state_dict saved from cuda:0 (a GPU job's checkpoint)."""
+    import torch
+
+    model = torch.nn.Linear(64, 8).to("cuda:0")
+    torch.save(model.state_dict(), work / "model.pt")
+    print(f"saved {work / 'model.pt'} from {model.weight.device}", flush=True)
+
+
+def cuda_checkpoint_loaded_gpus_hidden(work: Path) -> None:
+    import subprocess
+
+    env = {**os.environ, "CUDA_VISIBLE_DEVICES": "0"}
+    argv = [sys.executable, "-m", "tests.faults.gpu_faults", "save_cuda_checkpoint", str(work)]
+    if subprocess.call(argv, env=env, timeout=40) != 0:
+        sys.exit("the first process did not save the checkpoint")
+    import torch
+
+    print(f"torch.cuda.is_available(): {torch.cuda.is_available()}", flush=True)
+    state = torch.load(work / "model.pt")  # no map_location
+    print(f"loaded {len(state)} tensors", flush=True)
+
+
+def visible_devices_set_after_count(work: Path) -> None:
+    import torch
+
+    print(f"torch.cuda.device_count(): {torch.cuda.device_count()}", flush=True)
+    os.environ["CUDA_VISIBLE_DEVICES"] = "1"  # the bug: set after torch counted the GPUs
+    model = torch.nn.Linear(8, 8).to("cuda:1")
+    print(model(torch.ones(2, 8, device="cuda:1")).sum().item(), flush=True)
+
+
 # Drivers the cases start themselves (a first job, a second job's ranks), not cases.
-INNER = ("two_gpu_all_reduce", "hold_rank_gpu", "train_rank_step")
+INNER = ("two_gpu_all_reduce", "hold_rank_gpu", "train_rank_step", "save_cuda_checkpoint")
 
 
 def hold_memory(share: float) -> None:
