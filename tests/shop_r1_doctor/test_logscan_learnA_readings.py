@@ -161,9 +161,9 @@ def test_a_name_that_can_only_be_a_path_and_is_no_folder_is_an_error(log):
         " 'https://hf.co'.",
     ],
 )
-def test_a_hub_id_the_hub_does_not_show_is_only_a_warning(log):
-    # a relative folder that is not there, a removed repo and a private one read alike
-    assert lead(log) == ("MODEL_PATH_NOT_FOUND", "warning")
+def test_a_hub_id_the_hub_does_not_show_is_only_a_hint(log):
+    # a relative folder that is not there, a removed repo, a private one and a typo read alike
+    assert lead(log) == ("MODEL_PATH_NOT_FOUND", "info")
     assert errors(log) == []
 
 

@@ -22,9 +22,9 @@ corpus = load_script("benchmarks/logscan_corpus.py")
 CASES = corpus.load_corpus(CORPUS_DIR)
 REPORT = corpus.evaluate(CASES)
 
-MIN_RECALL = 0.9750  # 391/401 with held-out batches 8 to 13, 16 to 20 and 18b: one more miss fails
+MIN_RECALL = 0.9775  # 436/446 with held-out batches 8 to 13, 16 to 22b: one more miss fails
 MIN_LEAD_ACCURACY = (
-    0.9700  # 389/401 with batches 8 to 13, 16 to 20 and 18b: one more wrong lead fails
+    0.9730  # 434/446 with batches 8 to 13 and 16 to 22b: one more wrong lead fails
 )
 
 
@@ -67,7 +67,12 @@ def test_recall_and_lead_accuracy_hold():
 # whose title names both readings (a network fault, or a main rank still busy preparing
 # its data, which this thread's was). Any other claim, at any level, fails.
 INFO_NOTES_ON_NEGATIVES = {
-    "client-socket-timeout-1800s-rank0-preprocessing-diffsynth-title": ("NODE_NETWORK_UNREACHABLE",)
+    "client-socket-timeout-1800s-rank0-preprocessing-diffsynth-title": ("NODE_NETWORK_UNREACHABLE",),
+    # a model id the Hub no longer has (removed): the hint names that reading among a typo,
+    # a folder that is not there and a private repo, and asks for an id that exists
+    "decapoda-llama-7b-hf-not-a-valid-model-identifier-removed-repo-alpaca-lora": (
+        "MODEL_PATH_NOT_FOUND",
+    ),
 }
 
 
