@@ -17,3 +17,15 @@ def readings(text: str) -> list[tuple[str, str]]:
 def codes(text: str) -> list[str]:
     """The codes of every reading, the lead first."""
     return [c for c, _ in readings(text)]
+
+
+def lead(text: str) -> tuple[str, str]:
+    """(code, severity) of the reading the report leads with; fails when there is none."""
+    found = readings(text)
+    assert found, f"no reading for {text!r}"
+    return found[0]
+
+
+def errors(text: str) -> list[str]:
+    """The codes read at error level."""
+    return [c for c, s in readings(text) if s == "error"]

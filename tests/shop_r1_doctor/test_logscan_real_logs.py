@@ -23,9 +23,7 @@ CASES = corpus.load_corpus(CORPUS_DIR)
 REPORT = corpus.evaluate(CASES)
 
 MIN_RECALL = 0.9775  # 436/446 with held-out batches 8 to 13, 16 to 22b: one more miss fails
-MIN_LEAD_ACCURACY = (
-    0.9730  # 434/446 with batches 8 to 13 and 16 to 22b: one more wrong lead fails
-)
+MIN_LEAD_ACCURACY = 0.9730  # 434/446 with batches 8 to 13 and 16 to 22b: one more wrong lead fails
 
 
 def test_corpus_size_and_shape():
@@ -67,7 +65,9 @@ def test_recall_and_lead_accuracy_hold():
 # whose title names both readings (a network fault, or a main rank still busy preparing
 # its data, which this thread's was). Any other claim, at any level, fails.
 INFO_NOTES_ON_NEGATIVES = {
-    "client-socket-timeout-1800s-rank0-preprocessing-diffsynth-title": ("NODE_NETWORK_UNREACHABLE",),
+    "client-socket-timeout-1800s-rank0-preprocessing-diffsynth-title": (
+        "NODE_NETWORK_UNREACHABLE",
+    ),
     # a model id the Hub no longer has (removed): the hint names that reading among a typo,
     # a folder that is not there and a private repo, and asks for an id that exists
     "decapoda-llama-7b-hf-not-a-valid-model-identifier-removed-repo-alpaca-lora": (

@@ -8,19 +8,9 @@ from __future__ import annotations
 import random
 
 import pytest
-from logscan_readings import codes, readings
+from logscan_readings import codes, errors, lead
 
 PIP = "ERROR: Could not find a version that satisfies the requirement {req} (from versions: {offered})"
-
-
-def lead(text: str) -> tuple[str, str]:
-    found = readings(text)
-    assert found, f"no reading for {text!r}"
-    return found[0]
-
-
-def errors(text: str) -> list[str]:
-    return [c for c, s in readings(text) if s == "error"]
 
 
 # --- PYTHON_TOO_NEW_FOR_PACKAGE: a pin older than every version pip offers -------------

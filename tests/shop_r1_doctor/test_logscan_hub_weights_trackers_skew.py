@@ -6,14 +6,7 @@ codes.yaml)."""
 from __future__ import annotations
 
 import pytest
-from logscan_readings import codes, readings
-
-
-def lead(text: str) -> tuple[str, str]:
-    found = readings(text)
-    assert found, f"no reading for {text!r}"
-    return found[0]
-
+from logscan_readings import codes, lead
 
 # --- HF_HUB_RATE_LIMITED ----------------------------------------------------------------
 
