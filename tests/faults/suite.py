@@ -64,6 +64,7 @@ FAMILIES = (
 # (then they move into FAMILIES).
 FIRST_SIGHT_PENDING: tuple[str, ...] = (
     "weights_not_weights",
+    "pip_resolution",
 )
 
 
