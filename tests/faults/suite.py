@@ -65,6 +65,7 @@ FAMILIES = (
 FIRST_SIGHT_PENDING: tuple[str, ...] = (
     "weights_not_weights",
     "pip_resolution",
+    "build_headers_missing",
 )
 
 
