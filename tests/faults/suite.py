@@ -66,6 +66,7 @@ FIRST_SIGHT_PENDING: tuple[str, ...] = (
     "weights_not_weights",
     "pip_resolution",
     "build_headers_missing",
+    "system_lib_missing",
 )
 
 
