@@ -67,6 +67,7 @@ FIRST_SIGHT_PENDING: tuple[str, ...] = (
     "pip_resolution",
     "build_headers_missing",
     "system_lib_missing",
+    "tokenizers_too_old",
 )
 
 
