@@ -68,6 +68,7 @@ FIRST_SIGHT_PENDING: tuple[str, ...] = (
     "build_headers_missing",
     "system_lib_missing",
     "tokenizers_too_old",
+    "wandb_no_key",
 )
 
 
