@@ -69,6 +69,7 @@ FIRST_SIGHT_PENDING: tuple[str, ...] = (
     "system_lib_missing",
     "tokenizers_too_old",
     "wandb_no_key",
+    "session_hangup",
 )
 
 
