@@ -57,12 +57,6 @@ FAMILIES = (
     "tmpdir_unusable",
     "shadowed_module",
     "thread_env_invalid",
-)
-
-# Caused for real and scored once at first sight, not yet read for signatures: recorded and
-# re-causable, kept out of the suite's assertions until the readings learned from them land
-# (then they move into FAMILIES).
-FIRST_SIGHT_PENDING: tuple[str, ...] = (
     "weights_not_weights",
     "pip_resolution",
     "build_headers_missing",
@@ -71,6 +65,11 @@ FIRST_SIGHT_PENDING: tuple[str, ...] = (
     "wandb_no_key",
     "session_hangup",
 )
+
+# Caused for real and scored once at first sight, not yet read for signatures: recorded and
+# re-causable, kept out of the suite's assertions until the readings learned from them land
+# (then they move into FAMILIES).
+FIRST_SIGHT_PENDING: tuple[str, ...] = ()
 
 
 def all_cases(families: tuple[str, ...] = FAMILIES) -> list[FaultCase]:
