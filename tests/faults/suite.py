@@ -57,6 +57,13 @@ FAMILIES = (
     "tmpdir_unusable",
     "shadowed_module",
     "thread_env_invalid",
+    "weights_not_weights",
+    "pip_resolution",
+    "build_headers_missing",
+    "system_lib_missing",
+    "tokenizers_too_old",
+    "wandb_no_key",
+    "session_hangup",
 )
 
 # Caused for real and scored once at first sight, not yet read for signatures: recorded and

@@ -1,0 +1,144 @@
+"""A run started from an SSH session, without nohup, tmux or setsid, when the session
+closes: the kernel hangs up the session's terminal and SIGHUP reaches the shell and the
+job it started, as when a laptop sleeps or the connection drops.
+
+The driver opens a pseudo-terminal (pty.fork: the child is a session leader with the pty
+as its controlling terminal, as sshd starts a login shell) and runs torchrun (2 CPU ranks,
+gloo, a training loop that prints each step) from a shell in it, its output redirected to
+train.log as a user does. Once both ranks have printed steps, the session ends: the pty's
+master side is closed (what sshd does when the connection goes), or the interactive shell
+is sent SIGHUP. The driver waits for the job to end and prints train.log: the log the user
+finds the next morning.
+"""
+
+from __future__ import annotations
+
+import os
+import pty
+import select
+import signal
+import sys
+import time
+from pathlib import Path
+
+from .case import FaultCase, drive
+from .preempted import LOOP
+
+FAMILY = "session_hangup"
+EXPECTED = ("LAUNCH_SESSION_HANGUP",)
+PORT = 29531
+TORCHRUN = f"torchrun --nproc-per-node 2 --master-port {PORT} train.py"
+CASES = (
+    FaultCase(
+        FAMILY,
+        "pty_closed_foreground",
+        EXPECTED,
+        f"`bash -c '{TORCHRUN} > train.log 2>&1'` as the session leader of a pty (pty.fork, as"
+        " sshd starts a session); after both ranks print steps the pty's master is closed (the"
+        " SSH connection drops): train.log",
+        timeout=90,
+    ),
+    FaultCase(
+        FAMILY,
+        "interactive_shell_background_job",
+        EXPECTED,
+        f"an interactive `bash --norc -i` on a pty runs `{TORCHRUN} > train.log 2>&1 &`; after"
+        " steps the shell is sent SIGHUP (it passes SIGHUP to its jobs, as when the session"
+        " closes): train.log",
+        timeout=90,
+    ),
+    FaultCase(
+        FAMILY,
+        "nohup_rank_raises",
+        (),
+        f"`nohup {TORCHRUN} --fail > train.log 2>&1` from the same kind of pty session, closed"
+        " 10 s later (nohup ignores the hangup); rank 1 raises ValueError at step 3 from the"
+        " user's own loss check (the user's own bug): train.log",
+        timeout=90,
+    ),
+)
+
+
+def _drain(master: int, seconds: float) -> None:
+    """Read the terminal for `seconds` (what it shows is not the log), as a session does."""
+    deadline = time.monotonic() + seconds
+    while (left := deadline - time.monotonic()) > 0:
+        ready, _, _ = select.select([master], [], [], min(left, 0.5))
+        if ready:
+            try:
+                os.read(master, 4096)
+            except OSError:
+                time.sleep(0.1)
+
+
+def _session(work: Path, argv: list[str]) -> tuple[int, int]:
+    (work / "train.py").write_text(LOOP, encoding="utf-8")
+    pid, master = pty.fork()
+    if pid == 0:
+        os.chdir(work)
+        os.execvp(argv[0], argv)
+    return pid, master
+
+
+def _wait_job_end(work: Path, seconds: float = 45.0) -> None:
+    """Until nothing runs train.py any more (the launcher and its ranks)."""
+    deadline = time.monotonic() + seconds
+    while time.monotonic() < deadline:
+        running = False
+        for proc in Path("/proc").iterdir():
+            if not proc.name.isdigit():
+                continue
+            try:
+                cmd = (proc / "cmdline").read_bytes().split(b"\0")
+                cwd = os.readlink(proc / "cwd")
+            except OSError:
+                continue
+            if cwd == str(work) and any(part == b"train.py" for part in cmd):
+                running = True
+                break
+        if not running:
+            return
+        time.sleep(0.5)
+
+
+def _print_log(work: Path) -> None:
+    print(f"$ cat train.log   # {TORCHRUN} started from the closed session", flush=True)
+    print((work / "train.log").read_text(encoding="utf-8", errors="replace"), end="", flush=True)
+
+
+def pty_closed_foreground(work: Path) -> None:
+    pid, master = _session(work, ["bash", "-c", f"{TORCHRUN} > train.log 2>&1"])
+    _drain(master, 10.0)
+    os.close(master)
+    os.waitpid(pid, 0)
+    _wait_job_end(work)
+    _print_log(work)
+    sys.exit(1)
+
+
+def interactive_shell_background_job(work: Path) -> None:
+    pid, master = _session(work, ["bash", "--norc", "--noprofile", "-i"])
+    _drain(master, 1.0)
+    os.write(master, f"{TORCHRUN} > train.log 2>&1 &\n".encode())
+    _drain(master, 10.0)
+    os.kill(pid, signal.SIGHUP)
+    _drain(master, 1.0)
+    os.close(master)
+    os.waitpid(pid, 0)
+    _wait_job_end(work)
+    _print_log(work)
+    sys.exit(1)
+
+
+def nohup_rank_raises(work: Path) -> None:
+    pid, master = _session(work, ["bash", "-c", f"nohup {TORCHRUN} --fail > train.log 2>&1"])
+    _drain(master, 10.0)
+    os.close(master)
+    os.waitpid(pid, 0)
+    _wait_job_end(work)
+    _print_log(work)
+    sys.exit(1)
+
+
+if __name__ == "__main__":
+    drive({c.name: globals()[c.name] for c in CASES}, sys.argv)
