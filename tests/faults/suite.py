@@ -65,6 +65,7 @@ FAMILIES = (
 FIRST_SIGHT_PENDING: tuple[str, ...] = (
     # CPU fault batch 8
     "rendezvous_incomplete",
+    "numpy_missing",
 )
 
 
