@@ -66,6 +66,7 @@ FIRST_SIGHT_PENDING: tuple[str, ...] = (
     # CPU fault batch 8
     "rendezvous_incomplete",
     "numpy_missing",
+    "torchvision_mismatch",
 )
 
 
