@@ -67,6 +67,7 @@ FIRST_SIGHT_PENDING: tuple[str, ...] = (
     "rendezvous_incomplete",
     "numpy_missing",
     "torchvision_mismatch",
+    "old_generated_code",
 )
 
 
