@@ -6,8 +6,8 @@
   implementation (PROTOCOL_BUFFERS_PYTHON_IMPLEMENTATION=python, the workaround protobuf's
   message suggests): its pr_curve calls `labels.astype(np.float)`, an alias NumPy removed.
 - Python 3.9 (the Debian 11 root file system tests/faults/old_os_libs.py builds) running
-  this environment's filelock 4.0.8 and urllib3 2.8.0, put on its path as a PYTHONPATH
-  naming a Python 3.11 site-packages does: both evaluate `X | Y` on types at import.
+  this environment's filelock 4.0.8 and urllib3 2.8.0 from a Python 3.11 venv's
+  site-packages that PYTHONPATH names (as a job script exporting another venv's path does): both evaluate `X | Y` on types at import.
 
 `prepare` downloads tensorboardX 2.0's wheel (pip download --no-deps) and unpacks it into
 the cache, and copies filelock and urllib3 into the old root file system (which it builds
@@ -31,7 +31,9 @@ from .case import FaultCase, Unavailable, default_cache, download_wheel, drive
 FAMILY = "old_generated_code"
 ENV_TBX = "SHOP_R1_FAULT_TENSORBOARDX_2_0"
 ENV_ROOT = "SHOP_R1_FAULT_OLD_ROOTFS"
-INSIDE = "/opt/shop-r1-fault-py39"  # the copied packages and the scripts, in the old system
+INSIDE = "/opt/shop-r1-fault-py39"  # the scripts, in the old system
+# the copied packages: a Python 3.11 venv's site-packages, which PYTHONPATH names
+SITE = f"{INSIDE}/venv311/lib/python3.11/site-packages"
 COPIED = ("filelock", "urllib3")
 CASES = (
     FaultCase(
@@ -58,7 +60,8 @@ CASES = (
         "python39_union_filelock",
         ("PYTHON_TOO_OLD_FOR_PACKAGE",),
         "Debian 11's python3 3.9 (chroot) with this environment's filelock 4.0.8 on its path:"
-        " `from filelock import FileLock` (its _api.py evaluates float | int | ... at import)",
+        " (PYTHONPATH naming a Python 3.11 venv's site-packages holding it): `from filelock import"
+        " FileLock` (its _api.py evaluates float | int | ... at import)",
         prepare="prepare",
         timeout=60,
     ),
@@ -102,25 +105,21 @@ writer.close()
 """,
 }
 OLD_SCRIPTS = {
-    "lock.py": f"""import sys
-sys.path.insert(0, "{INSIDE}/site")
-from filelock import FileLock
+    "lock.py": """from filelock import FileLock
 
 with FileLock("/tmp/prepare-data.lock"):
     print("preparing data")
 """,
-    "fetch.py": f"""import sys
-sys.path.insert(0, "{INSIDE}/site")
-import urllib3
+    "fetch.py": """import urllib3
 
 http = urllib3.PoolManager()
 print(http)
 """,
-    "records.py": f"""import sys
-sys.path.insert(0, "{INSIDE}/site")
-import json
+    "records.py": """import json
+import sys
 
-record = json.loads('{{"prompt": "2+2?"}}')
+
+record = json.loads('{"prompt": "2+2?"}')
 print("python", sys.version.split()[0], "record", record)
 print(record["answer"])
 """,
@@ -148,8 +147,9 @@ def prepare(cache: Path) -> dict[str, str]:
     for name in COPIED:
         if not (site / name).is_dir():
             raise Unavailable(f"no {name} in {site} to put on the old Python's path")
-        shutil.rmtree(inside / "site" / name, ignore_errors=True)
-        shutil.copytree(site / name, inside / "site" / name)
+        target = rootfs / SITE.lstrip("/") / name
+        shutil.rmtree(target, ignore_errors=True)
+        shutil.copytree(site / name, target)
     for name, text in OLD_SCRIPTS.items():
         (inside / name).write_text(text, encoding="utf-8")
     return {ENV_TBX: str(tbx), ENV_ROOT: str(rootfs)}
@@ -164,6 +164,7 @@ def _run_tbx(work: Path, name: str) -> None:
 
 def _run_old(script: str) -> None:
     argv = ["chroot", os.environ[ENV_ROOT], "/usr/bin/env", "-i", "PATH=/usr/bin:/bin"]
+    argv += [f"PYTHONPATH={SITE}"]
     argv += ["python3", f"{INSIDE}/{script}"]
     print("+", shlex.join(argv), flush=True)
     sys.exit(subprocess.run(argv, check=False).returncode)
