@@ -64,6 +64,10 @@ FAMILIES = (
     "tokenizers_too_old",
     "wandb_no_key",
     "session_hangup",
+    "rendezvous_incomplete",
+    "numpy_missing",
+    "torchvision_mismatch",
+    "old_generated_code",
 )
 
 # Caused for real and scored once at first sight, not yet read for signatures: recorded and
