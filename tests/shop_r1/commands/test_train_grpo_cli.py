@@ -98,7 +98,8 @@ def test_cli_grpo_trains_a_tiny_local_model(tiny_model_dir, tmp_path):
         "--set",
         "weight_decay=0.1",
     )
-    result = CliRunner().invoke(app, args)
+    # a console wide enough that the output path is never wrapped (a long TMPDIR would)
+    result = CliRunner().invoke(app, args, env={"COLUMNS": "400"})
     assert result.exit_code == 0, result.output
     assert "preflight ok" in result.output and f"saved to {out}" in result.output
     summary = json.loads((out / "summary.json").read_text())
