@@ -305,3 +305,24 @@ def test_other_empty_reshapes_are_not_an_empty_tokenizer(shape):
         " unspecified dimension size -1 can be any value and is ambiguous"
     )
     assert "TOKENIZER_FILES_MISSING" not in codes(log)
+
+
+# --- a Ray head whose own GCS never answered (recorded: a 1 MB tmpfs as --temp-dir) ------
+
+HEAD_START = (
+    "2026-11-27 03:46:57,560\tINFO usage_lib.py:448 -- Usage stats collection is disabled.\n"
+    "2026-11-27 03:46:57,561\tINFO scripts.py:1043 -- Local node IP: 192.0.2.2\n"
+)
+GCS_GONE = (
+    "[2026-11-27 03:47:57,727 E 26805 26807] rpc_client.h:204: Failed to connect to GCS within"
+    " 60 seconds. GCS may have been killed. It's either GCS is terminated by `ray stop` or is"
+    " killed unexpectedly.\n"
+)
+
+
+def test_a_heads_own_gcs_that_never_answered_is_a_hint_of_its_temp_dir():
+    assert readings(HEAD_START + GCS_GONE) == [("RAY_TMP_DISK_FULL", "warning")]
+
+
+def test_a_gcs_not_answering_a_client_is_the_cluster_not_the_temp_dir():
+    assert codes(GCS_GONE) == ["RAY_CLUSTER_UNREACHABLE"]
