@@ -106,14 +106,20 @@ def _print_log(work: Path) -> None:
     print((work / "train.log").read_text(encoding="utf-8", errors="replace"), end="", flush=True)
 
 
-def pty_closed_foreground(work: Path) -> None:
-    pid, master = _session(work, ["bash", "-c", f"{TORCHRUN} > train.log 2>&1"])
+def _run_then_close_terminal(work: Path, command: str) -> None:
+    """`command` in the foreground of a terminal whose master side then closes (a dropped
+    SSH connection), then the job's log."""
+    pid, master = _session(work, ["bash", "-c", command])
     _drain(master, 10.0)
     os.close(master)
     os.waitpid(pid, 0)
     _wait_job_end(work)
     _print_log(work)
     sys.exit(1)
+
+
+def pty_closed_foreground(work: Path) -> None:
+    _run_then_close_terminal(work, f"{TORCHRUN} > train.log 2>&1")
 
 
 def interactive_shell_background_job(work: Path) -> None:
@@ -131,13 +137,7 @@ def interactive_shell_background_job(work: Path) -> None:
 
 
 def nohup_rank_raises(work: Path) -> None:
-    pid, master = _session(work, ["bash", "-c", f"nohup {TORCHRUN} --fail > train.log 2>&1"])
-    _drain(master, 10.0)
-    os.close(master)
-    os.waitpid(pid, 0)
-    _wait_job_end(work)
-    _print_log(work)
-    sys.exit(1)
+    _run_then_close_terminal(work, f"nohup {TORCHRUN} --fail > train.log 2>&1")
 
 
 if __name__ == "__main__":

@@ -188,8 +188,8 @@ def test_header_too_large_under_safetensors_load_file_frame_is_not_weights():
 @pytest.mark.parametrize(
     "frame",
     [
-        '  File "/work/feats.py", line 12, in load_files\n    with safe_open(p, "pt") as f:\n',
-        '  File "/work/feats.py", line 12, in read_features\n    x = load(p)\n',
+        '  File "/home/user/feats.py", line 12, in load_files\n    with safe_open(p, "pt") as f:\n',
+        '  File "/home/user/feats.py", line 12, in read_features\n    x = load(p)\n',
     ],
 )
 def test_header_too_large_in_a_users_own_reader_is_not_read(frame):
