@@ -1,18 +1,24 @@
 """Score the log scanner on real failure logs copied from public issue threads.
 
-    python benchmarks/logscan_corpus.py [--corpus DIR] [--json] [--misses]
+    python benchmarks/logscan_corpus.py [--corpus DIR] [--json] [--misses] [--log-only]
 
 The corpus (tests/fixtures/real_logs/*.yaml, described in its README) holds each log as
 the user pasted it, the thread's URL, the cause the thread settled on and the finding
 code(s) that cause maps to. Each log is read as `shop-r1 report --log` reads a log from
 elsewhere (causes.rank_causes on the log alone: the scanner's readings and the log's
-symptoms, error before warning before info). Figures printed:
+symptoms, error before warning before info). A case whose reporter also pasted the
+machine's environment (`environment:` collect_env, pip list, nvidia-smi, an issue's System
+Info, as they posted it before the cause was known) is read as `shop-r1 report --log LOG
+--from ENV` reads it: the doctor's checks run on the facts that text gives, and a finding
+joins the log reading it explains. `--log-only` ignores those texts, for the figure side
+by side. Figures printed:
 
 - recall: cases whose expected code is among the causes the report names (positives);
 - lead accuracy: cases whose expected code is the one the report leads with (positives);
 - false alarms: negatives (the user's own bug, a model-behaviour question) on which the
   report claimed a cause (at any severity), and how many of those claims are error-level;
-- no fitting code: expected codes that knowledge/codes.yaml does not define, by family.
+- no fitting code: expected codes that knowledge/codes.yaml does not define, by family;
+- with environment: how many cases carry one, and how many of them the doctor could read.
 
 tests/shop_r1_doctor/test_logscan_real_logs.py runs the same evaluation and enforces the thresholds.
 """
@@ -46,6 +52,7 @@ class Case:
     expected: tuple[str, ...]
     wording: str
     log: str
+    environment: str = ""  # the machine as the reporter described it, when they did
 
     @property
     def negative(self) -> bool:
@@ -57,6 +64,7 @@ class Outcome:
     case: Case
     recognised: tuple[str, ...]  # codes the report names, in its order (lead first)
     severities: tuple[str, ...]  # the severity the report states each cause at
+    read_environment: bool = False  # the doctor read facts from the case's environment
 
     @property
     def lead(self) -> str | None:
@@ -91,6 +99,7 @@ class Report:
         hits = sum(o.hit for o in pos)
         leads = sum(o.lead_ok for o in pos)
         claims = [o for o in neg if o.recognised]
+        with_env = [o for o in self.outcomes if o.case.environment.strip()]
         families = Counter(o.case.family for o in self.outcomes)
         return {
             "cases": len(self.outcomes),
@@ -104,6 +113,8 @@ class Report:
             "negatives_with_claims": len(claims),
             "error_claims_on_negatives": sum(o.error_claim for o in neg),
             "no_fitting_code": {f: sorted(c) for f, c in sorted(self.unknown_codes.items())},
+            "with_environment": len(with_env),
+            "environment_read": sum(o.read_environment for o in with_env),
         }
 
 
@@ -111,7 +122,7 @@ def load_corpus(directory: Path = CORPUS) -> list[Case]:
     """All cases; a malformed fixture is a clear one-line error naming file and case."""
     cases: list[Case] = []
     seen: set[str] = set()
-    files = sorted(directory.glob("*.yaml"))
+    files = [directory] if directory.is_file() else sorted(directory.glob("*.yaml"))
     if not files:
         raise SystemExit(f"{directory}: no *.yaml corpus files")
     for path in files:
@@ -138,6 +149,9 @@ def load_corpus(directory: Path = CORPUS) -> list[Case]:
                 raise SystemExit(f"{where} ({raw['id']}): expected must be a list of codes")
             if not str(raw["source"]).startswith("https://github.com/"):
                 raise SystemExit(f"{where} ({raw['id']}): source must be a GitHub thread URL")
+            environment = raw.get("environment") or ""
+            if not isinstance(environment, str):
+                raise SystemExit(f"{where} ({raw['id']}): environment must be text")
             if raw["id"] in seen:
                 raise SystemExit(f"{where}: duplicate id {raw['id']!r}")
             seen.add(raw["id"])
@@ -151,14 +165,18 @@ def load_corpus(directory: Path = CORPUS) -> list[Case]:
                     expected=tuple(expected),
                     wording=str(raw["wording"]),
                     log=str(raw["log"]),
+                    environment=environment,
                 )
             )
     return cases
 
 
-def _report_causes(log: str) -> tuple[tuple[str, ...], tuple[str, ...]]:
-    """The causes `shop-r1 report --log` names for this log alone, lead first, and the
-    severity each is stated at (the report's own ranking: causes.rank_causes)."""
+def _report_causes(
+    log: str, environment: str = ""
+) -> tuple[tuple[str, ...], tuple[str, ...], bool]:
+    """The causes `shop-r1 report --log` names for this log, lead first, the severity each
+    is stated at (the report's own ranking: causes.rank_causes), and whether the doctor
+    read facts from `environment` (`report --log --from`: its findings join the log)."""
     from shop_r1_doctor import logscan
     from shop_r1_doctor.knowledge import load_codes
 
@@ -167,8 +185,12 @@ def _report_causes(log: str) -> tuple[tuple[str, ...], tuple[str, ...]]:
     except ImportError:  # an older commit, scored at first sight with its own reader
         rank_causes = None
     if rank_causes is not None:
-        causes = rank_causes(log, machine_feeds=False).causes
-        return tuple(c.code for c in causes), tuple(c.severity for c in causes)
+        pasted = _pasted_environment(log, environment) if environment.strip() else None
+        if pasted is not None:
+            causes = pasted.causes().causes
+        else:
+            causes = rank_causes(log, machine_feeds=False).causes
+        return tuple(c.code for c in causes), tuple(c.severity for c in causes), pasted is not None
     ranked = getattr(logscan, "diagnose_log", None)
     if ranked is not None:
         codes = tuple(m.code for m in ranked(log).matches)
@@ -176,17 +198,40 @@ def _report_causes(log: str) -> tuple[tuple[str, ...], tuple[str, ...]]:
         codes = tuple(m.signature.code for m in logscan.scan_log(log))
     # A code missing from the catalog counts as an error-level claim (the worst case).
     catalog = load_codes()
-    return codes, tuple(catalog[c].severity if c in catalog else "error" for c in codes)
+    return codes, tuple(catalog[c].severity if c in catalog else "error" for c in codes), False
 
 
-def evaluate(cases: list[Case]) -> Report:
+def _pasted_environment(log: str, text: str) -> Any:
+    """What `shop-r1 report --log LOG --from ENV` joins: the log and the doctor's
+    diagnosis of the facts the pasted environment gives; None when no parser reads it
+    (or an older commit has no `--from`)."""
+    try:
+        from shop_r1_doctor.bugreport import ReportInput
+        from shop_r1_doctor.diagnose import diagnose
+        from shop_r1_doctor.ingest import DumpError, snapshot_from_dump
+    except ImportError:
+        return None
+    if "facts_pasted" not in ReportInput.__dict__:
+        return None
+    try:
+        snapshot = snapshot_from_dump(text, "environment")
+    except DumpError:
+        return None
+    diagnosis = diagnose(snapshot)
+    return ReportInput(
+        snapshot=snapshot, findings=diagnosis.findings, profile=diagnosis.profile, log_text=log
+    )
+
+
+def evaluate(cases: list[Case], *, log_only: bool = False) -> Report:
     from shop_r1_doctor.knowledge import load_codes
 
     catalog = load_codes()
     outcomes = []
     unknown: dict[str, set[str]] = defaultdict(set)
     for case in cases:
-        outcomes.append(Outcome(case, *_report_causes(case.log)))
+        environment = "" if log_only else case.environment
+        outcomes.append(Outcome(case, *_report_causes(case.log, environment)))
         for code in case.expected:
             if code not in catalog:
                 unknown[case.family].add(code)
@@ -211,6 +256,11 @@ def _print(report: Report, misses: bool) -> None:
             print(f"  {family}: {', '.join(codes)}")
     else:
         print("no fitting code: none (every expected code is in knowledge/codes.yaml)")
+    if f["with_environment"]:
+        print(
+            f"with environment: {f['with_environment']} cases pasted one; the doctor read"
+            f" {f['environment_read']} of them (--log-only ignores them)"
+        )
     if misses:
         for o in report.outcomes:
             wrong = (not o.case.negative and not o.lead_ok) or (o.case.negative and o.recognised)
@@ -225,8 +275,11 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--corpus", type=Path, default=CORPUS)
     parser.add_argument("--json", action="store_true", help="print the figures as JSON")
     parser.add_argument("--misses", action="store_true", help="list wrong leads and false alarms")
+    parser.add_argument(
+        "--log-only", action="store_true", help="read each log alone, ignoring its environment"
+    )
     args = parser.parse_args(argv)
-    report = evaluate(load_corpus(args.corpus))
+    report = evaluate(load_corpus(args.corpus), log_only=args.log_only)
     if args.json:
         print(json.dumps(report.figures(), indent=2))
     else:

@@ -9,7 +9,9 @@ Two sources, kept apart: "from the log" (signatures matched in the log, ranked b
 evidence the log itself carries) and "this machine" (the doctor's snapshot of the machine
 writing the report). When the log did not come from this machine's run (`report --log`
 without `--cmd`), this machine's findings are shown under their own heading and never
-feed the summary, the most likely cause or the steps to try.
+feed the summary, the most likely cause or the steps to try. When the user pastes the
+environment of the log's machine (`report --log --from`), the doctor's facts are that
+machine's, named so wherever "this machine" would stand.
 """
 
 from __future__ import annotations
@@ -77,6 +79,8 @@ class ReportInput:
     # False when the log may come from another machine (`report --log` without --cmd):
     # the snapshot then describes only the machine writing the report.
     log_from_this_machine: bool = True
+    # Whose facts the snapshot holds, as the report names it.
+    machine: str = "this machine"
     # What `shop-r1 run` itself found (memory evidence, a run that ended at once).
     run_findings: Sequence[Finding] = ()
     # The doctor's one ordered plan for several packaging findings (fixplan.FixPlan)
@@ -86,13 +90,25 @@ class ReportInput:
     def machine_feeds_diagnosis(self) -> bool:
         return self.log_from_this_machine or not self.log_text.strip()
 
+    @property
+    def facts_pasted(self) -> bool:
+        """The snapshot was read from pasted text (`--from`), not probed."""
+        source = self.snapshot.get("source")
+        return isinstance(source, dict) and source.get("kind") == "dump"
+
     def causes(self) -> Diagnosis:
         """The log, the run and (when it ran the log's command) the doctor, joined."""
+        findings = () if self.doctor_error else self.findings
+        if self.facts_pasted:
+            # A pasted environment is checked against our hardware profiles only to say
+            # how it differs from the stack we would install; that difference is not why
+            # the reporter's own stack failed.
+            findings = [f for f in findings if f.code != "PROFILE_DEVIATION"]
         return rank_causes(
             self.log_text,
             command=self.outcome.command,
             run_findings=self.run_findings,
-            doctor_findings=() if self.doctor_error else self.findings,
+            doctor_findings=findings,
             machine_feeds=self.machine_feeds_diagnosis,
         )
 
@@ -107,14 +123,14 @@ def build_report(data: ReportInput, *, hosts: bool = False, home: str | None = N
         "# shop-r1 bug report",
         _summary(data, matches, causes),
         _next_steps(data, causes),
-        _causes(causes),
+        _causes(causes, data.machine),
         _log_matches(matches, diagnosis),
         _findings(data),
         _environment(Facts(data.snapshot), data),
         _command(data.outcome),
         _crash(log),
         _tail(log, data.outcome),
-        _snapshot(data.snapshot),
+        _snapshot(data.snapshot, data.machine),
     ]
     body = "\n\n".join(s for s in sections if s) + "\n"
     return redact_text(body, home=home, hosts=hosts)
@@ -124,7 +140,12 @@ def _summary(data: ReportInput, matches: list[RankedMatch], causes: Diagnosis) -
     out = data.outcome
     what = f"`{_one_line(out.command)}`" if out.command else "The command"
     took = f" (it ran for {_duration(out.seconds)})" if out.seconds is not None else ""
-    if data.log_from_this_machine or not data.log_text.strip():
+    if data.facts_pasted and not out.command:
+        parts = [
+            f"This report reads a log and the environment pasted from {data.machine}; "
+            "the doctor's findings on that environment join the log's readings."
+        ]
+    elif data.log_from_this_machine or not data.log_text.strip():
         parts = [f"{what} {out.verdict or 'failed'}{took}."]
     else:
         parts = [
@@ -143,12 +164,12 @@ def _summary(data: ReportInput, matches: list[RankedMatch], causes: Diagnosis) -
     if not data.machine_feeds_diagnosis:
         pass  # this machine's findings are in their own section, never in the diagnosis
     elif data.doctor_error:
-        parts.append(f"The doctor could not diagnose this machine ({data.doctor_error}).")
+        parts.append(f"The doctor could not diagnose {data.machine} ({data.doctor_error}).")
     else:
         profile = f" (closest hardware profile: {data.profile})" if data.profile else ""
         parts.append(
             f"The doctor found {_n(len(errors), 'error')} and {_n(len(warnings), 'warning')} "
-            f"on this machine{profile}."
+            f"on {data.machine}{profile}."
         )
     lead = causes.lead
     if lead is not None:
@@ -156,7 +177,7 @@ def _summary(data: ReportInput, matches: list[RankedMatch], causes: Diagnosis) -
         sources = {e.source for e in lead.evidence}
         why = [e.text for e in lead.evidence if e.source == "log" and e.line is None]
         if {"log", "doctor"} <= sources:
-            shown = " (the log and this machine's doctor findings agree)"
+            shown = f" (the log and the doctor's findings on {data.machine} agree)"
         elif why:
             shown = f" (the log shows {'; '.join(why)})"
         else:
@@ -185,14 +206,14 @@ def _next_steps(data: ReportInput, causes: Diagnosis) -> str:
     return "## What to try next\n\n" + "\n".join(lines[:10])
 
 
-_SOURCE = {"log": "log", "doctor": "this machine", "run": "the run"}
+_SOURCE = {"log": "log", "run": "the run"}
 
 
-def _causes(causes: Diagnosis) -> str:
+def _causes(causes: Diagnosis, machine: str = "this machine") -> str:
     if not causes.causes:
         return ""
     lines = [
-        "Most likely first: the log, this machine's doctor findings and what `shop-r1 run` saw, "
+        f"Most likely first: the log, the doctor's findings on {machine} and what `shop-r1 run` saw, "
         "joined (a log line and the finding that explains it make one cause). "
         "Machine-readable: `--json` (schema shop-r1.diagnosis/1).",
         "",
@@ -202,7 +223,8 @@ def _causes(causes: Diagnosis) -> str:
         for e in c.evidence:
             where = f" line {e.line}" if e.line is not None else ""
             code = f" `{e.code}`" if e.code else ""
-            lines.append(f"   - {_SOURCE.get(e.source, e.source)}{where}{code}: `{_cell(e.text)}`")
+            source = machine if e.source == "doctor" else _SOURCE.get(e.source, e.source)
+            lines.append(f"   - {source}{where}{code}: `{_cell(e.text)}`")
     return "## Diagnosis: causes\n\n" + "\n".join(lines)
 
 
@@ -234,7 +256,7 @@ _NOT_THE_LOGS_MACHINE = (
 
 
 def _findings(data: ReportInput) -> str:
-    title = "## This machine: doctor findings"
+    title = f"## {_heading(data.machine)}: doctor findings"
     note = "" if data.machine_feeds_diagnosis else _NOT_THE_LOGS_MACHINE + "\n\n"
     if data.doctor_error:
         return f"{title}\n\n{note}The doctor failed: {data.doctor_error}"
@@ -274,7 +296,7 @@ def _environment(facts: Facts, data: ReportInput) -> str:
         rows.append((name, shown(record.version, "None") if record else "not installed"))
     table = ["| | |", "|---|---|"] + [f"| {k} | {_cell(v or 'unknown')} |" for k, v in rows]
     note = "" if data.machine_feeds_diagnosis else "Of the machine writing this report.\n\n"
-    return "## This machine: environment\n\n" + note + "\n".join(table)
+    return f"## {_heading(data.machine)}: environment\n\n" + note + "\n".join(table)
 
 
 def _command(outcome: RunOutcome) -> str:
@@ -312,10 +334,14 @@ def _tail(log: str, outcome: RunOutcome) -> str:
     return f"## Last {len(lines)} lines of the log\n\n" + _fence("\n".join(lines))
 
 
-def _snapshot(snapshot: dict[str, Any]) -> str:
+def _heading(machine: str) -> str:
+    return machine[:1].upper() + machine[1:]
+
+
+def _snapshot(snapshot: dict[str, Any], machine: str = "this machine") -> str:
     text = json.dumps(snapshot, indent=2, ensure_ascii=False)
     return (
-        "<details><summary>Full environment snapshot of this machine (JSON)</summary>\n\n"
+        f"<details><summary>Full environment snapshot of {machine} (JSON)</summary>\n\n"
         + _fence(text, "json")
         + "\n\n</details>"
     )

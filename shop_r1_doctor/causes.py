@@ -257,6 +257,7 @@ def diagnosis_json(
     log_from_this_machine: bool = True,
     report_path: str | None = None,
     hosts: bool = False,
+    facts_from: str = "this machine",
 ) -> dict[str, Any]:
     """The `shop-r1.diagnosis/1` document, every string redacted as the report is."""
     from shop_r1_doctor.redact import redact_text
@@ -268,6 +269,7 @@ def diagnosis_json(
         "causes": [c.to_json(i) for i, c in enumerate(diagnosis.causes, 1)],
         "doctor": {
             "error": doctor_error or None,
+            "facts_from": facts_from,
             "findings": [f.to_json() for f in doctor_findings],
         },
         "report": report_path,

@@ -33,6 +33,14 @@ def report(
     snapshot: Path | None = typer.Option(
         None, "--snapshot", help="Use a saved snapshot (doctor --save) instead of probing."
     ),
+    dump: str | None = typer.Option(
+        None,
+        "--from",
+        help="The environment of the machine that wrote the log, as pasted (collect_env, "
+        "trl/transformers/accelerate env, nvidia-smi, pip list, an issue's System Info; "
+        "FILE or - for stdin): the doctor checks it and its findings join the log's.",
+        metavar="FILE",
+    ),
     fast: bool = typer.Option(False, "--fast", help="Skip the probes that import torch."),
     json_out: bool = typer.Option(
         False, "--json", help="The diagnosis as JSON (schema shop-r1.diagnosis/1), not markdown."
@@ -41,15 +49,21 @@ def report(
     """Write a markdown issue body: summary, findings, environment, log, traceback.
 
     With --log but no --cmd the log is treated as coming from elsewhere: the diagnosis
-    uses the log alone and this machine's findings are listed apart, labelled as such."""
+    uses the log alone and this machine's findings are listed apart, labelled as such.
+    With --from, the facts are those the pasted environment of the log's machine gives,
+    and the doctor's findings on them join the log's readings."""
     from shop_r1_doctor.bugreport import RunOutcome, build_report
     from shop_r1_doctor.cli.output import Output
 
     out = Output(json_out)
+    if snapshot is not None and dump is not None:
+        from shop_r1_doctor.errors import ToolError
+
+        raise ToolError("--snapshot and --from both name the machine's facts: give one")
     log_text = read_log(log) if log else ""
     outcome = RunOutcome(command=cmd, log_path=str(log) if log else None)
-    data = gather(outcome, log_text, snapshot_path=snapshot, fast=fast)
-    if log and not cmd:
+    data = gather(outcome, log_text, snapshot_path=snapshot, dump_path=dump, fast=fast)
+    if log and not cmd and dump is None:
         # A log without the command that wrote it may come from anywhere (a pasted issue,
         # another node): this machine's findings must not explain it.
         data = replace(data, log_from_this_machine=False)
@@ -69,15 +83,28 @@ def report(
 
 
 def gather(
-    outcome: RunOutcome, log_text: str, *, snapshot_path: Path | None, fast: bool
+    outcome: RunOutcome,
+    log_text: str,
+    *,
+    snapshot_path: Path | None,
+    fast: bool,
+    dump_path: str | None = None,
 ) -> ReportInput:
     """Snapshot + diagnosis for the report. A doctor failure is reported, not raised:
     the user is already dealing with one failure and still needs the report."""
     from shop_r1_doctor.bugreport import ReportInput
     from shop_r1_doctor.snapshot import load_snapshot
 
+    machine = "this machine"
     if snapshot_path is not None:
         snap: dict[str, Any] = load_snapshot(snapshot_path)  # a bad file is the user's to fix
+    elif dump_path is not None:
+        from shop_r1_doctor.ingest import read_dump, snapshot_from_dump
+        from shop_r1_doctor.redact import redact_home
+
+        text, where = read_dump(dump_path)
+        snap = snapshot_from_dump(text, where)  # unreadable: one line naming the file, exit 2
+        machine = f"the log's machine ({Path(redact_home(where)).name})"
     else:
         from shop_r1_doctor.probes.collect import collect_snapshot
 
@@ -92,6 +119,7 @@ def gather(
             log_text=log_text,
             outcome=outcome,
             doctor_error=f"{type(exc).__name__}: {exc}",
+            machine=machine,
         )
     return ReportInput(
         snapshot=snap,
@@ -100,6 +128,7 @@ def gather(
         log_text=log_text,
         outcome=outcome,
         fix_plan=diagnosis.fix_plan,
+        machine=machine,
     )
 
 
@@ -126,6 +155,7 @@ def print_json(
             log_from_this_machine=data.log_from_this_machine,
             report_path=str(report_path) if report_path else None,
             hosts=hosts,
+            facts_from=data.machine,
         )
         if isinstance(doc.get("doctor"), dict):  # the same plan `doctor --json` carries
             doc["doctor"]["fix_plan"] = data.fix_plan.to_json() if data.fix_plan else None

@@ -9,6 +9,7 @@ from __future__ import annotations
 import re
 
 import pytest
+import yaml
 from repo_paths import ROOT, load_script
 
 from shop_r1_doctor.errors import ToolError
@@ -278,3 +279,35 @@ def test_malformed_evidence_names_file_and_entry(tmp_path, evidence, message):
     with pytest.raises(ToolError) as err:
         load_knowledge_file(path)
     assert str(path) in str(err.value) and message in str(err.value)
+
+
+def _one_case_corpus(tmp_path, **fields):
+    case = {
+        "id": "t4-driver410",
+        "source": "https://github.com/pytorch/pytorch/issues/28321",
+        "cause": "driver 410 is too old for torch 1.3.0+cu101",
+        "evidence": "updating the driver fixed it",
+        "expected": ["DRIVER_TOO_OLD_FOR_TORCH_CUDA"],
+        "wording": "torch's no-driver line; the driver only in the pasted collect_env",
+        "log": "RuntimeError: Found no NVIDIA driver on your system. Please check that you have"
+        " an NVIDIA GPU and installed a driver from http://www.nvidia.com/Download/index.aspx\n",
+        **fields,
+    }
+    path = tmp_path / "one.yaml"
+    path.write_text(yaml.safe_dump({"family": "one", "cases": [case]}), encoding="utf-8")
+    return path
+
+
+def test_a_case_with_its_pasted_environment_is_read_as_report_from_reads_it(tmp_path):
+    env = (ROOT / "tests/fixtures/real_dumps/pytorch-28321-t4-driver410.txt").read_text()
+    cases = corpus.load_corpus(_one_case_corpus(tmp_path, environment=env))
+    joined = corpus.evaluate(cases).figures()
+    alone = corpus.evaluate(cases, log_only=True).figures()
+    assert (joined["lead_n"], joined["with_environment"], joined["environment_read"]) == (1, 1, 1)
+    assert (alone["recall_n"], alone["environment_read"]) == (0, 0)
+
+
+def test_an_environment_that_is_not_text_names_the_case(tmp_path):
+    path = _one_case_corpus(tmp_path, environment=["torch 1.3.0"])
+    with pytest.raises(SystemExit, match=r"one.yaml: case #1 \(t4-driver410\): environment"):
+        corpus.load_corpus(path)
