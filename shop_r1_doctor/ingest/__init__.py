@@ -4,7 +4,8 @@ Each module reads one kind of dump and is a pure function of text (`parse(lines,
 -> `Partial | None`). They all read the whole paste, so dumps may come several together,
 in markdown fences, between prose. Their facts are merged, the more exact source first:
 nvidia-smi for the driver and GPUs, collect_env for torch, the `- Key: value` reports,
-then package listings. What no dump says is left out of the snapshot ("unknown" in the
+then package listings, then what the reporter wrote by hand (issue-template answers,
+`Torch: 2.0.1+cu117`, `my GPU is a 5070ti`). What no dump says is left out of the snapshot ("unknown" in the
 snapshot contract), so a check whose facts are unknown does not fire.
 """
 
@@ -17,7 +18,7 @@ from typing import Any
 
 from shop_r1_doctor import __version__
 from shop_r1_doctor.hardware import gpu_info
-from shop_r1_doctor.ingest import collect_env, hf_env, nvidia_smi, pip_list
+from shop_r1_doctor.ingest import collect_env, hf_env, nvidia_smi, pip_list, prose
 from shop_r1_doctor.ingest._common import DumpError, Line, Partial, better_package, clean_lines
 from shop_r1_doctor.redact import redact_env, redact_home
 from shop_r1_doctor.snapshot import SNAPSHOT_SCHEMA
@@ -34,7 +35,8 @@ PARSERS: tuple[tuple[str, Parser], ...] = (
 )
 SOURCES = (
     "python -m torch.utils.collect_env, vllm collect-env, trl env, transformers env, "
-    "accelerate env, llamafactory-cli env, nvidia-smi (-q, -L), pip list/freeze, conda list"
+    "accelerate env, llamafactory-cli env, nvidia-smi (-q, -L), pip list/freeze, conda list, "
+    "or an issue's System Info (`Torch: 2.5.1+cu124`, `### Pytorch version`, `GPU: RTX 4090`)"
 )
 SECTION_ORDER = ("host", "driver", "gpus", "cuda_toolkit", "packages", "torch", "env")
 
@@ -65,6 +67,11 @@ def parse_dump(text: str, where: str = "<dump>") -> list[Partial]:
     """Every parser's partial facts, in merge order; a DumpError when none recognises it."""
     lines = clean_lines(text)
     parts = [part for _, parse in PARSERS if (part := parse(lines, where)) is not None]
+    # What the reporter wrote by hand, on the lines no tool's output claimed
+    read = {n for part in parts for n in part.lines}
+    by_hand = prose.parse([ln for ln in lines if ln.number not in read], where)
+    if by_hand is not None:
+        parts.append(by_hand)
     if not parts:
         raise DumpError(
             f"{where}: no environment dump recognised; expected the output of {SOURCES}"

@@ -11,7 +11,7 @@ from __future__ import annotations
 import pytest
 from repo_paths import FIXTURES
 
-from shop_r1_doctor.ingest import DumpError, snapshot_from_dump
+from shop_r1_doctor.ingest import DumpError, parse_dump, snapshot_from_dump
 
 SHAPES = FIXTURES / "dump_shapes"
 
@@ -53,13 +53,15 @@ def test_no_package_key_keeps_pip_freeze_spelling():
     assert not [k for k in snap["packages"] if "_" in k or k != k.lower()]
 
 
-@pytest.mark.parametrize(
-    "text",
-    [
-        "We use Ubuntu 22.04 and it fails.\n",  # one row-like line of prose, no command
-        "```\ntorch 2.6.0 fails on import\n```\n",  # three columns: prose
-    ],
-)
-def test_prose_is_not_a_listing(text):
+def test_prose_without_a_version_or_gpu_is_no_dump():
+    # one row-like line of prose, no command, nothing it states about the machine
     with pytest.raises(DumpError):
-        snapshot_from_dump(text, "t")
+        snapshot_from_dump("We use Ubuntu 22.04 and it fails.\n", "t")
+
+
+def test_prose_is_not_a_listing_but_its_version_statement_is_read():
+    # three columns, as a listing row has: prose, read for what it states and no more
+    parts = parse_dump("```\ntorch 2.6.0 fails on import\n```\n", "t")
+    assert [(p.parser, p.facts) for p in parts] == [
+        ("prose", {"packages": {"torch": {"version": "2.6.0"}}})
+    ]

@@ -1,0 +1,196 @@
+"""What reporters write about their machine by hand: issue-template answers
+(`### Pytorch version` then `2.7.0+cu128`), `Key: value` lines (`Torch: 2.0.1+cu117`,
+`Driver Version: 550.54.15`), and sentences (`python3.10+cuda11.6+torch2.0.0`,
+`my GPU is 8*Tesla V100`).
+
+Only statements that name their subject and give a version or a GPU model are read, so
+what a reporter leaves out stays unknown; an ambiguous number stays unread (`cuda11.6` in
+a sentence may be the toolkit, the wheel or the driver's CUDA, so it is not taken). Read
+after the tools' own dumps, on the lines none of them read: a fact a tool printed wins
+over the reporter's words, and a tool's line is never read twice.
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Any
+
+from shop_r1_doctor.hardware import gpu_info
+from shop_r1_doctor.ingest._common import Line, Partial, is_unknown
+from shop_r1_doctor.ingest.platform_text import host_from_os
+
+_VERSION = r"v?(?P<version>\d+\.\d+(?:\.\d+)?(?:(?:a|b|rc|\.dev|\.post)\d+)?)"
+# torch's local tags that say what it was built for; anything else after `+` is prose
+_TORCH_LOCAL = r"(?P<local>\+(?:cu\d{2,3}|cpu|rocm\d+(?:\.\d+)*|xpu))?"
+# `torch 2.1.0`, `Torch: 2.0.1+cu117`, `torch2.0.0`, `PyTorch version: 2.5.1`, `torch==2.4.0`;
+# not torchvision/torchaudio/torchtune, whose versions are their own
+_TORCH = re.compile(
+    r"(?i)(?<![\w.-])(?:py)?torch(?![A-Za-z_-])\*?\s*(?:version)?\s*(?:\(GPU\?\))?\s*(?:==|=|:)?\s*"
+    + _VERSION
+    + _TORCH_LOCAL
+    + r"(?![\w.])"
+)
+_PYTHON = re.compile(
+    r"(?i)(?<![\w.-])python\s*(?:version)?\s*(?:==|=|:)?\s*v?(?P<version>3\.\d{1,2})(?:\.\d+)?(?![\w.])"
+)
+# the distributions whose versions the checks read; the name as written -> its key
+_PACKAGES = {
+    "transformers": "transformers",
+    "trl": "trl",
+    "vllm": "vllm",
+    "flash-attn": "flash-attn",
+    "flash_attn": "flash-attn",
+    "flash-attention": "flash-attn",
+    "deepspeed": "deepspeed",
+    "accelerate": "accelerate",
+    "peft": "peft",
+    "bitsandbytes": "bitsandbytes",
+    "datasets": "datasets",
+    "xformers": "xformers",
+    "triton": "triton",
+    "numpy": "numpy",
+}
+_PACKAGE = re.compile(
+    r"(?i)(?<![\w.-])(?P<name>"
+    + "|".join(re.escape(n) for n in sorted(_PACKAGES, key=len, reverse=True))
+    + r")(?![A-Za-z_-])\s*(?:version)?\s*(?:==|=|:)?\s*"
+    + _VERSION
+    + r"(?![\w.])"
+)
+_DRIVER = re.compile(r"(?i)\bDriver Version\s*:\s*(?P<driver>\d{3}\.\d+(?:\.\d+)?)")
+_DRIVER_CUDA = re.compile(r"(?i)\bCUDA Version\s*:\s*(?P<cuda>\d{2}\.\d)\b")
+# GPU models as people write them: `RTX 4090`, `GeForce GTX 1080 Ti`, `5070ti`, `RTX A6000`,
+# `Tesla V100`, `TeslsV100`, `A100-SXM4-80GB`, `H100`, `TITAN Xp`
+_GPU = re.compile(
+    r"(?i)(?<![A-Za-z0-9])(?:"
+    r"(?P<consumer>(?:geforce\s*)?(?P<family>rtx|gtx)\s*-?(?P<number>\d{3,4})(?:\s*(?P<suffix>ti|super))?)"
+    r"|(?P<bare>(?P<bnumber>(?:10[5-8]|16[56]|20[678]|30[5-9]|40[6-9]|50[6-9])0)\s*(?P<bsuffix>ti|super))"
+    r"|(?P<workstation>rtx\s*a(?P<wnumber>\d{4}))"
+    r"|(?P<titan>titan\s*(?P<tmodel>xp|v|rtx)(?![a-z]))"
+    r"|(?P<dc>(?:(?:tesla|tesls|nvidia)\s*)?(?P<dmodel>[AHVPLB]\d{2,3}[A-Z]?|GH200|GB200))"
+    r"|(?P<small>(?:tesla|nvidia)\s*(?P<smodel>[TLP]4))"
+    r")(?![A-Za-z0-9])"
+)
+# `### Pytorch version` / `**Python version**` headings whose answer is on a later line
+_HEADING = re.compile(r"^\s*(?:#{2,6}\s*|\*\*)(?P<key>[^#*:]{2,40}?)\s*(?:\*\*)?\s*:?\s*$")
+_ANSWER_KEYS = {
+    "pytorch version": "torch",
+    "torch version": "torch",
+    "python version": "python",
+    "os": "os",
+    "operating system": "os",
+}
+_OS_LINE = re.compile(
+    r"(?i)^\s*(?:[-*]\s*)?\**(?:os|operating system)\**\s*:\s*\**(?P<value>[^*]+?)\**\s*$"
+)
+
+
+def parse(lines: list[Line], where: str) -> Partial | None:
+    del where  # the reporter's words are read, never refused: nothing here is malformed
+    out = Partial("prose")
+    pending: str | None = None  # the subject of a heading whose answer comes next
+    for line in lines:
+        text = line.text.strip()
+        if not text:
+            continue
+        heading = _HEADING.match(text)
+        if heading and heading.group("key").strip().lower() in _ANSWER_KEYS:
+            pending = _ANSWER_KEYS[heading.group("key").strip().lower()]
+            continue
+        if pending is not None:
+            _answer(out, pending, text, line)
+            pending = None
+            continue
+        _statements(out, text, line)
+    return out if out.lines else None
+
+
+def _answer(out: Partial, subject: str, text: str, line: Line) -> None:
+    """The line under a template heading: the value alone (`2.7.0+cu128`, `3.12`, `Linux`)."""
+    if is_unknown(text):
+        return
+    if subject == "torch":
+        m = re.fullmatch(_VERSION + _TORCH_LOCAL, text.strip("`"))
+        if m:
+            _torch(out, m, line)
+    elif subject == "python":
+        m = re.fullmatch(r"v?(3\.\d{1,2})(?:\.\d+)?", text.strip("`"))
+        if m:
+            _python(out, m.group(1), line)
+    elif subject == "os":
+        _host(out, text, line)
+
+
+def _statements(out: Partial, text: str, line: Line) -> None:
+    os_line = _OS_LINE.match(text)
+    if os_line and not is_unknown(os_line.group("value")):
+        _host(out, os_line.group("value"), line)
+    for m in _TORCH.finditer(text):
+        _torch(out, m, line)
+    for m in _PYTHON.finditer(text):
+        _python(out, m.group("version"), line)
+    for m in _PACKAGE.finditer(text):
+        out.package(_PACKAGES[m.group("name").lower()], m.group("version"), line.number)
+    driver = _DRIVER.search(text)
+    if driver:
+        section = out.section("driver")
+        section.setdefault("version", driver.group("driver"))
+        out.lines.append(line.number)
+    cuda = _DRIVER_CUDA.search(text)
+    # `CUDA Version:` is the driver's only beside `Driver Version` (nvidia-smi's header, on
+    # one line or the next): elsewhere it may be the toolkit's or the wheel's
+    if cuda and (driver or ((line.number - 1) in out.lines and "driver" in out.facts)):
+        out.section("driver").setdefault("cuda_version", cuda.group("cuda"))
+        out.lines.append(line.number)
+    for m in _GPU.finditer(text):
+        name = _gpu_name(m)
+        if name and gpu_info(name) is not None:
+            _gpu(out, name, line)
+
+
+def _torch(out: Partial, m: re.Match[str], line: Line) -> None:
+    # the version as written, local tag included: the checks read the wheel's CUDA from it
+    out.package("torch", m.group("version") + (m.group("local") or ""), line.number)
+
+
+def _python(out: Partial, version: str, line: Line) -> None:
+    out.section("host").setdefault("python", {}).setdefault("version", version)
+    out.lines.append(line.number)
+
+
+def _host(out: Partial, value: str, line: Line) -> None:
+    host = host_from_os(value.strip("`"))
+    if host:
+        section = out.section("host")
+        for key, val in host.items():
+            section.setdefault(key, val)
+        out.lines.append(line.number)
+
+
+def _gpu(out: Partial, name: str, line: Line) -> None:
+    gpus: list[dict[str, Any]] = out.facts.setdefault("gpus", [])
+    if all(g.get("name") != name for g in gpus):
+        gpus.append({"index": len(gpus), "name": name})
+    out.lines.append(line.number)
+
+
+def _gpu_name(m: re.Match[str]) -> str | None:
+    """The model in the form the GPU table knows (`NVIDIA GeForce RTX 5070 Ti`)."""
+    if m.group("consumer"):
+        suffix = {"ti": " Ti", "super": " SUPER"}.get((m.group("suffix") or "").lower(), "")
+        return f"NVIDIA GeForce {m.group('family').upper()} {m.group('number')}{suffix}"
+    if m.group("bare"):
+        number = m.group("bnumber")
+        family = "GTX" if number.startswith(("10", "16")) else "RTX"
+        suffix = {"ti": " Ti", "super": " SUPER"}[m.group("bsuffix").lower()]
+        return f"NVIDIA GeForce {family} {number}{suffix}"
+    if m.group("workstation"):
+        return f"NVIDIA RTX A{m.group('wnumber')}"
+    if m.group("titan"):
+        model = {"xp": "Xp", "v": "V", "rtx": "RTX"}[m.group("tmodel").lower()]
+        return f"NVIDIA TITAN {model}"
+    if m.group("dc"):
+        return f"NVIDIA {m.group('dmodel').upper()}"
+    if m.group("small"):
+        return f"NVIDIA Tesla {m.group('smodel').upper()}"
+    return None

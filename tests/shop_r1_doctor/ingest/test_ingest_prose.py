@@ -1,0 +1,105 @@
+"""The machine as reporters describe it by hand (issue-template answers, `Key: value`
+lines, sentences): the facts each form states, and the numbers it leaves unread."""
+
+from __future__ import annotations
+
+import pytest
+
+from shop_r1_doctor.causes import rank_causes
+from shop_r1_doctor.diagnose import diagnose
+from shop_r1_doctor.ingest import snapshot_from_dump
+
+# GitHub's issue-form answers: a heading, a blank line, the value
+TEMPLATE = """### OS
+
+Linux
+
+### GPU Library
+
+CUDA 12.x
+
+### Python version
+
+3.12
+
+### Pytorch version
+
+2.7.0+cu128
+"""
+
+
+def test_issue_form_answers_are_read_under_their_headings():
+    snap = snapshot_from_dump(TEMPLATE, "t")
+    assert snap["packages"] == {"torch": {"version": "2.7.0+cu128"}}
+    assert (snap["host"]["os"], snap["host"]["python"]["version"]) == ("linux", "3.12")
+    assert "cuda_toolkit" not in snap and "driver" not in snap  # `CUDA 12.x` says no version
+
+
+def test_a_sentence_gives_its_versions_and_gpu_but_not_an_ambiguous_cuda():
+    text = (
+        "My GPU is 8*TeslsV100 32G, the software environment is"
+        " python3.10+cuda11.6+torch2.0.0+ transformers4.28.0.dev0, I run the fine tuning code:\n"
+    )
+    snap = snapshot_from_dump(text, "t")
+    assert snap["packages"] == {
+        "torch": {"version": "2.0.0"},
+        "transformers": {"version": "4.28.0.dev0"},
+    }
+    assert [(g["name"], g["compute_capability"]) for g in snap["gpus"]] == [("NVIDIA V100", "7.0")]
+    assert snap["host"]["python"]["version"] == "3.10"
+    assert "driver" not in snap and "cuda_toolkit" not in snap
+
+
+@pytest.mark.parametrize(
+    ("text", "name", "cc"),
+    [
+        ("my running platform:5070ti  Torch: 2.0.1+cu117", "NVIDIA GeForce RTX 5070 Ti", "12.0"),
+        ("Running on gpu NVIDIA TITAN XP", "NVIDIA TITAN Xp", "6.1"),
+        ("Card: NVIDIA RTX A6000", "NVIDIA RTX A6000", "8.6"),
+        ("GPU: A30 * 3", "NVIDIA A30", "8.0"),
+        ("on a GeForce GTX 1080 Ti", "NVIDIA GeForce GTX 1080 Ti", "6.1"),
+    ],
+)
+def test_gpu_models_as_people_write_them(text, name, cc):
+    snap = snapshot_from_dump(text, "t")
+    assert [(g["name"], g["compute_capability"]) for g in snap["gpus"]] == [(name, cc)]
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "torchvision 0.15.2 and torchaudio 2.0.2",  # their versions, not torch's
+        "trained for 2080 steps on the T5 model",  # a year-like number, a model name
+        "I have an RTX card and CUDA 12",  # no model, no version
+    ],
+)
+def test_what_names_no_torch_version_and_no_gpu_model_is_not_read(text):
+    with pytest.raises(Exception, match="no environment dump recognised"):
+        snapshot_from_dump(text, "t")
+
+
+def test_cuda_version_is_the_drivers_only_beside_the_driver_version():
+    inline = (
+        "Running on gpu NVIDIA TITAN XP    NVIDIA-SMI 535.161.08             Driver Version:"
+        " 535.161.08   CUDA Version: 12.2"
+    )
+    snap = snapshot_from_dump(inline, "t")
+    assert snap["driver"] == {"version": "535.161.08", "cuda_version": "12.2"}
+    assert [g["name"] for g in snap["gpus"]] == ["NVIDIA TITAN Xp"]
+    elsewhere = snapshot_from_dump("Torch: 2.1.0 built with CUDA Version: 12.1\n", "t")
+    assert "driver" not in elsewhere
+
+
+def test_a_tools_output_wins_over_the_reporters_words():
+    text = "Torch: 2.4.0\n\nPyTorch version: 2.5.1+cu124\nIs debug build: False\n"
+    snap = snapshot_from_dump(text, "t")
+    assert snap["packages"]["torch"]["version"] == "2.5.1+cu124"
+
+
+def test_a_hand_written_environment_explains_the_log_it_came_with():
+    env = "GPU: RTX 5090\nTorch: 2.8.0+cu126\n"
+    log = "RuntimeError: CUDA error: no kernel image is available for execution on the device\n"
+    findings = diagnose(snapshot_from_dump(env, "t")).findings
+    lead = rank_causes(log, doctor_findings=findings).causes[0]
+    assert (lead.code, lead.severity) == ("TORCH_NO_BLACKWELL_ARCH", "error")
+    assert {e.source for e in lead.evidence} == {"log", "doctor"}
