@@ -103,3 +103,10 @@ def test_a_hand_written_environment_explains_the_log_it_came_with():
     lead = rank_causes(log, doctor_findings=findings).causes[0]
     assert (lead.code, lead.severity) == ("TORCH_NO_BLACKWELL_ARCH", "error")
     assert {e.source for e in lead.evidence} == {"log", "doctor"}
+
+
+def test_torch_2_0s_cuda_11_wheels_have_no_kernels_for_a_blackwell_gpu():
+    # torch 2.0's cu117 wheel: sm_37..sm_86 and no PTX (pytorch/builder's build_cuda.sh)
+    snap = snapshot_from_dump("my running platform:5070ti  Torch: 2.0.1+cu117\n", "t")
+    findings = [(f.code, f.severity) for f in diagnose(snap).findings]
+    assert ("TORCH_NO_BLACKWELL_ARCH", "error") in findings
