@@ -6,7 +6,7 @@ codes.yaml)."""
 from __future__ import annotations
 
 import pytest
-from logscan_readings import codes, lead
+from logscan_readings import codes, lead, readings
 
 # --- HF_HUB_RATE_LIMITED ----------------------------------------------------------------
 
@@ -303,15 +303,15 @@ def test_torch_api_older_or_newer_than_the_code(log):
     assert lead(log) == ("PACKAGE_VERSION_SKEW", "warning")
 
 
-@pytest.mark.parametrize(
-    "log",
-    [
-        "ModuleNotFoundError: No module named 'torch._sixty'",
-        "AttributeError: module 'torch.library' has no attribute 'my_op'",
-    ],
-)
-def test_other_torch_names_are_not_this(log):
-    assert "PACKAGE_VERSION_SKEW" not in codes(log)
+def test_other_torch_names_are_not_this():
+    assert "PACKAGE_VERSION_SKEW" not in codes(
+        "AttributeError: module 'torch.library' has no attribute 'my_op'"
+    )
+    # a torch submodule no release is known to have moved is not this warning; the generic
+    # hint for a submodule missing from the installed release (info) may still read it
+    assert ("PACKAGE_VERSION_SKEW", "warning") not in readings(
+        "ModuleNotFoundError: No module named 'torch._sixty'"
+    )
 
 
 @pytest.mark.parametrize(
