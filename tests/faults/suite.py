@@ -68,6 +68,8 @@ FAMILIES = (
     "numpy_missing",
     "torchvision_mismatch",
     "old_generated_code",
+    "fd_and_proc_limits",
+    "disk_full_other_writers",
 )
 
 # Caused for real and scored once at first sight, not yet read for signatures: recorded and
@@ -76,8 +78,6 @@ FAMILIES = (
 FIRST_SIGHT_PENDING: tuple[str, ...] = (
     "signal_deaths",
     "container_limits",
-    "fd_and_proc_limits",
-    "disk_full_other_writers",
 )
 
 
