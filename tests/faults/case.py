@@ -61,6 +61,10 @@ class FaultCase:
     # False: the process is killed before it can print why (an OOM kill); the cause is
     # in the evidence the machine keeps (the cgroup's oom_kill count), not in the log.
     log_shows_cause: bool = True
+    # When the log cannot tell the cause from another with the same symptom (a bare
+    # SIGBUS: a full /dev/shm or a mapped file cut short under the process), the hint it
+    # must lead with instead, never at error level; the figures still count it a miss.
+    log_reads_as: tuple[str, ...] = ()
     # A function of the family module, prepare(cache_dir) -> env for the driver, that
     # builds what the case needs (a compiled extension) once per cache directory; it
     # raises Unavailable (one line: why) when this machine cannot build it.

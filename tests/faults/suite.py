@@ -70,15 +70,14 @@ FAMILIES = (
     "old_generated_code",
     "fd_and_proc_limits",
     "disk_full_other_writers",
+    "signal_deaths",
+    "container_limits",
 )
 
 # Caused for real and scored once at first sight, not yet read for signatures: recorded and
 # re-causable, kept out of the suite's assertions until the readings learned from them land
 # (then they move into FAMILIES).
-FIRST_SIGHT_PENDING: tuple[str, ...] = (
-    "signal_deaths",
-    "container_limits",
-)
+FIRST_SIGHT_PENDING: tuple[str, ...] = ()
 
 
 def all_cases(families: tuple[str, ...] = FAMILIES) -> list[FaultCase]:

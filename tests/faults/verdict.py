@@ -25,6 +25,12 @@ def check_diagnosis(case: FaultCase, log: str, exit_code: int, evidence: dict[st
         assert exit_code in (-9, 137), f"{case.id}: exit {exit_code}, not a SIGKILL"
         assert kills and max(kills) >= 1, f"{case.id}: the cgroup records no OOM kill: {evidence}"
         return
+    if case.log_reads_as:
+        assert named and named[0] in case.log_reads_as, (
+            f"{case.id}: leads with {named[:1]}, the log reads as {list(case.log_reads_as)}"
+        )
+        assert causes[0].severity != "error", f"{case.id}: {named[0]} claimed at error level"
+        return
     assert named, f"{case.id}: no cause named; expected {list(case.expected)}"
     assert named[0] in case.expected, (
         f"{case.id}: leads with {named[0]}, expected {list(case.expected)} (all: {named})"

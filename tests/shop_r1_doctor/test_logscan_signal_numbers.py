@@ -70,3 +70,14 @@ def test_the_kill_by_number_is_no_host_oom_under_wsl():
 )
 def test_the_runtimes_recorded_oom_kill_is_the_memory_limit_at_error_level(log):
     assert lead(log) == ("HOST_OOM_KILLED", "error")
+
+
+@pytest.mark.parametrize(
+    "sigbus",
+    ["trainer-1 exited with code 135", "bash: line 1:  9533 Bus error   python train.py"],
+)
+def test_sigbus_in_a_container_is_its_shm_as_a_warning(sigbus):
+    container = "$ docker run --shm-size 1m -v /data:/data trainer python train.py\n"
+    assert lead(container + sigbus) == ("CONTAINER_SHM_TOO_SMALL", "warning")
+    # the same death with no container in the log: the /dev/shm-or-mapped-file hint only
+    assert "CONTAINER_SHM_TOO_SMALL" not in codes("$ python train.py\n" + sigbus)
