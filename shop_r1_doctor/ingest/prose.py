@@ -80,6 +80,13 @@ _ANSWER_KEYS = {
     "os": "os",
     "operating system": "os",
 }
+# pip's resolver and install lines name versions that are required or offered, not
+# installed (`torch 2.1.0 requires triton==2.1.0, but you have triton 2.2.0`)
+_PIP_TALK = re.compile(
+    r"(?i)\brequires\b|\bbut you have\b|Requirement already satisfied|^\s*Collecting\b"
+    r"|^\s*Downloading\b|Could not find a version|from versions:|No matching distribution"
+    r"|\bconflict|\bincompatible\b|Would install|^\s*Installing collected"
+)
 _OS_LINE = re.compile(
     r"(?i)^\s*(?:[-*]\s*)?\**(?:os|operating system)\**\s*:\s*\**(?P<value>[^*]+?)\**\s*$"
 )
@@ -101,7 +108,8 @@ def parse(lines: list[Line], where: str) -> Partial | None:
             _answer(out, pending, text, line)
             pending = None
             continue
-        _statements(out, text, line)
+        if not _PIP_TALK.search(text):
+            _statements(out, text, line)
     return out if out.lines else None
 
 

@@ -110,3 +110,16 @@ def test_torch_2_0s_cuda_11_wheels_have_no_kernels_for_a_blackwell_gpu():
     snap = snapshot_from_dump("my running platform:5070ti  Torch: 2.0.1+cu117\n", "t")
     findings = [(f.code, f.severity) for f in diagnose(snap).findings]
     assert ("TORCH_NO_BLACKWELL_ARCH", "error") in findings
+
+
+@pytest.mark.parametrize(
+    "line",
+    [
+        "torch 2.1.0 requires triton==2.1.0, but you have triton 2.2.0 which is incompatible.",
+        "ERROR: Could not find a version that satisfies the requirement torch==2.1.0+cu121",
+        "Collecting vllm==0.6.3",
+    ],
+)
+def test_pips_required_and_offered_versions_are_not_installed_ones(line):
+    with pytest.raises(Exception, match="no environment dump recognised"):
+        snapshot_from_dump(line + "\n", "t")
