@@ -156,6 +156,17 @@ def _print_comparison(doc: dict[str, Any]) -> None:
             )
 
 
+def _recorded_on(families: tuple[str, ...], ids: set[str]) -> list[dict[str, str]]:
+    """The machines and stacks the scored recordings were caused on (their metadata)."""
+    keys = ("gpu", "nvidia_driver", "torch", "transformers", "kernel")
+    seen = {
+        tuple((k, str(r.meta["versions"].get(k, ""))) for k in keys)
+        for r in load_recordings(families=families)
+        if r.case in ids
+    }
+    return [dict(row) for row in sorted(seen)]
+
+
 def _commit() -> str:
     commit = subprocess.run(
         ["git", "rev-parse", "--short", "HEAD"], cwd=ROOT, capture_output=True, text=True
@@ -212,6 +223,7 @@ def main(argv: list[str] | None = None) -> int:
                 " (logscan_corpus._pasted_environment: ReportInput(snapshot_from_dump(ENV),"
                 " diagnose(...).findings, log).causes())",
             }
+            head["recorded_on"] = _recorded_on(tuple(args.families), {c.id for c in cases})
             args.out.write_text(json.dumps({**head, **doc}, indent=2) + "\n", encoding="utf-8")
         return 0
     report = evaluate(cases)
