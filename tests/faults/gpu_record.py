@@ -4,7 +4,9 @@
     python -m tests.faults.gpu_record --out DIR cuda_oom   # some cases
 
 Writes DIR/gpu/<case>.log (stdout + stderr as a terminal shows them) and DIR/gpu/<case>.json
-(the CPU corpus's format: command, exit status, versions, expected codes); copy DIR/gpu to
+(the CPU corpus's format: command, exit status, versions, expected codes); with --environment
+also DIR/gpu/<case>.env.txt, what a reporter pastes beside the log (collect_env, nvidia-smi,
+pip list, run in the case's environment once it has failed); copy DIR/gpu to
 tests/fixtures/faults/gpu/ and tests/faults/test_gpu_recorded.py checks the diagnosis
 names each one. Every case runs in its own process group under its own timeout (killed
 whole when it hangs); cases needing two GPUs, vLLM or TRL are skipped with the reason
@@ -14,6 +16,7 @@ where the machine lacks them, and the run stops starting cases before BUDGET_S i
 from __future__ import annotations
 
 import argparse
+import concurrent.futures
 import importlib.util
 import json
 import os
@@ -212,20 +215,64 @@ def case_env(case: GpuCase, base: Mapping[str, str]) -> dict[str, str]:
     return {**base, "PYTHONPATH": os.pathsep.join(paths), "PYTHONUNBUFFERED": "1", **case.env}
 
 
-def record_case(case: GpuCase, out: Path, stack: dict[str, str]) -> int:
+# What a reporter pastes beside a failed run's log, as they would type each command.
+ENV_COMMANDS: tuple[tuple[str, tuple[str, ...]], ...] = (
+    ("python -m torch.utils.collect_env", ("{python}", "-m", "torch.utils.collect_env")),
+    ("nvidia-smi", ("nvidia-smi",)),
+    ("python -m pip list", ("{python}", "-m", "pip", "list")),
+)
+ENV_TIMEOUT_S = 60.0
+
+
+def capture_environment(
+    env: dict[str, str],
+    python: str = sys.executable,
+    timeout: float = ENV_TIMEOUT_S,
+    commands: Sequence[tuple[str, tuple[str, ...]]] = ENV_COMMANDS,
+) -> tuple[str, dict[str, int]]:
+    """The `commands`' output, each under the command as typed, and their exit statuses.
+
+    They run in the failed case's environment (its variables, its interpreter; a holder
+    still holding), side by side, each under `timeout`; one that fails or hangs is kept as
+    it printed: that is what the reporter would paste."""
+
+    def one(argv: tuple[str, ...]) -> tuple[str, int]:
+        try:
+            return run_bounded([a.format(python=python) for a in argv], env, timeout)
+        except OSError as exc:  # no such program: what a shell would print
+            return f"bash: {argv[0]}: {exc.strerror}\n", 127
+
+    with concurrent.futures.ThreadPoolExecutor(len(commands)) as pool:
+        runs = list(pool.map(one, (argv for _, argv in commands)))
+    parts = [f"$ {typed}\n{text.rstrip()}\n" for (typed, _), (text, _) in zip(commands, runs)]
+    codes = {typed: code for (typed, _), (_, code) in zip(commands, runs)}
+    return "\n".join(parts), codes
+
+
+def record_case(
+    case: GpuCase, out: Path, stack: dict[str, str], with_environment: bool = False
+) -> int:
     work = Path(tempfile.mkdtemp(prefix=f"shop-r1-{case.name}-"))
     env = case_env(case, os.environ)
     hold = holder_argv(case)
     holder = start_holder(hold, env) if hold else None
+    pasted: tuple[str, dict[str, int]] | None = None
     try:
         argv = build_argv(case, work)
         output, code = run_bounded(argv, env, case.timeout)
+        if with_environment:  # after the failure, before the holder lets go
+            pasted = capture_environment(env)
     finally:
         if holder is not None:
             _kill_group(holder.pid)
             holder.wait()
     output = output.replace(str(work), SCRATCH)
-    write_recording(out, case, output, metadata(case, command_line(case, argv, work), code, stack))
+    meta = metadata(case, command_line(case, argv, work), code, stack)
+    if pasted is not None:
+        meta["pasted_environment"] = {"file": f"{case.name}.env.txt", "exit_codes": pasted[1]}
+    write_recording(out, case, output, meta)
+    if pasted is not None:
+        (out / FAMILY / f"{case.name}.env.txt").write_text(portable(pasted[0]), encoding="utf-8")
     return code
 
 
@@ -233,6 +280,17 @@ def main(argv: list[str]) -> int:
     parser = argparse.ArgumentParser(prog="python -m tests.faults.gpu_record")
     parser.add_argument("--out", type=Path, required=True, help="where to write gpu/<case>.*")
     parser.add_argument("--batch", type=int, help="only this batch's cases (each fits one call)")
+    parser.add_argument(
+        "--environment",
+        action="store_true",
+        help="also write <case>.env.txt: collect_env, nvidia-smi and pip list in its environment",
+    )
+    parser.add_argument(
+        "--budget-s",
+        type=float,
+        default=BUDGET_S,
+        help=f"start no case that might end past this many seconds (default {BUDGET_S:.0f})",
+    )
     parser.add_argument("cases", nargs="*", help="case names (default: all)")
     args = parser.parse_args(argv)
     chosen = [c for c in CASES if not args.cases or c.name in args.cases]
@@ -252,14 +310,16 @@ def main(argv: list[str]) -> int:
     started = time.monotonic()
     for case in chosen:
         why = skip_reason(case, gpus)
-        left = BUDGET_S - (time.monotonic() - started)
-        if why is None and case.timeout + (HOLDER_WAIT_S if holder_argv(case) else 0) > left:
-            why = f"{left:.0f} s left of the {BUDGET_S:.0f} s budget"
+        left = args.budget_s - (time.monotonic() - started)
+        needs_s = case.timeout + (HOLDER_WAIT_S if holder_argv(case) else 0)
+        needs_s += ENV_TIMEOUT_S if args.environment else 0
+        if why is None and needs_s > left:
+            why = f"{left:.0f} s left of the {args.budget_s:.0f} s budget"
         if why:
             print(f"skip {case.id}: {why}", flush=True)
             continue
         t0 = time.monotonic()
-        code = record_case(case, args.out, stack)
+        code = record_case(case, args.out, stack, args.environment)
         note = "" if code != 0 else "  (exit 0: the failure did not happen; check the log)"
         print(f"{case.id}: exit {code}, {time.monotonic() - t0:.1f} s{note}", flush=True)
     return 0

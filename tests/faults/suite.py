@@ -93,6 +93,9 @@ class Recording:
     case: str
     log: str  # exactly what the failure printed (stdout + stderr)
     meta: dict[str, Any]  # command, exit code, versions, expected codes, cgroup evidence
+    # What a reporter would paste beside the log (<case>.env.txt: collect_env, nvidia-smi,
+    # pip list, run in the case's environment after it failed); "" where none was recorded
+    environment: str = ""
 
     @property
     def expected(self) -> tuple[str, ...]:
@@ -105,5 +108,7 @@ def load_recordings(root: Path = FIXTURES, families: tuple[str, ...] = FAMILIES)
     for meta_path in sorted(p for f in families for p in (root / f).glob("*.json")):
         meta = json.loads(meta_path.read_text(encoding="utf-8"))
         log = meta_path.with_suffix(".log").read_text(encoding="utf-8")
-        out.append(Recording(meta["family"], meta["case"], log, meta))
+        pasted = meta_path.with_name(f"{meta_path.stem}.env.txt")
+        environment = pasted.read_text(encoding="utf-8") if pasted.exists() else ""
+        out.append(Recording(meta["family"], meta["case"], log, meta, environment))
     return out

@@ -122,6 +122,29 @@ def test_a_failing_command_keeps_its_output_and_status():
     assert code == 1 and "out" in output and "boom" in output
 
 
+def test_the_pasted_environment_runs_in_the_case_env_and_keeps_failures():
+    """Each command under its typed form, in order, run with the case's variables; one
+    that is not installed, fails or hangs is kept as the reporter would paste it."""
+    env = gpu_record.case_env(BY_NAME["gpus_hidden_to_cuda"], os.environ)
+    commands = (
+        (
+            "python -c show",
+            ("{python}", "-c", "import os; print(repr(os.environ['CUDA_VISIBLE_DEVICES']))"),
+        ),
+        ("nvidia-smi", ("/nonexistent/nvidia-smi",)),
+        ("python -c boom", ("{python}", "-c", "import sys; sys.exit('boom')")),
+        ("sleep", ("sleep", "30")),
+    )
+    t0 = time.monotonic()
+    text, codes = gpu_record.capture_environment(env, timeout=2, commands=commands)
+    assert time.monotonic() - t0 < 20  # side by side, each bounded
+    assert codes == {"python -c show": 0, "nvidia-smi": 127, "python -c boom": 1, "sleep": 124}
+    heads = [line for line in text.splitlines() if line.startswith("$ ")]
+    assert heads == ["$ python -c show", "$ nvidia-smi", "$ python -c boom", "$ sleep"]
+    assert "$ python -c show\n''\n" in text  # CUDA_VISIBLE_DEVICES='' as the case had it
+    assert "No such file or directory" in text and "boom" in text and "timed out" in text
+
+
 def test_the_recording_is_the_corpus_format_and_is_read_as_one(tmp_path):
     case = BY_NAME["cuda_oom"]
     log = (
