@@ -163,6 +163,14 @@ def rank_causes(
     for s, m in symptoms:
         line = _log_line(text, m.start())
         explaining = next((f for f in active if f.code in (s.code, *s.explained_by)), None)
+        if (
+            explaining is not None
+            and explaining.code == s.code
+            and any(_explains_code(codes, rm.signature.code, s.code) for rm in matches)
+        ):
+            # The doctor shows the symptom itself and the log names what causes it: the
+            # log's reading joins the finding below, as one cause.
+            continue
         if explaining is not None:
             used.add(explaining.code)
             add(0, _joined(explaining, s.title, line))
@@ -182,6 +190,25 @@ def rank_causes(
         if explaining is not None:
             used.add(explaining.code)
             add(0, _joined(explaining, sig.title, line))
+            continue
+        # The other way round: the log names the cause (CUDA_VISIBLE_DEVICES hides the GPUs),
+        # the doctor shows what it causes (torch sees no GPU although one is present).
+        explained = next((f for f in active if _explains_code(codes, sig.code, f.code)), None)
+        if explained is not None:
+            used.add(explained.code)
+            title = f"{sig.title} (the doctor: {explained.title})"
+            add(
+                0,
+                Cause(
+                    sig.code,
+                    "error",
+                    title,
+                    sig.try_,
+                    (line, *why, _doctor(explained)),
+                    (sig.source,),
+                    sig.also,
+                ),
+            )
             continue
         info = codes.get(sig.code)
         severity = _capped(rm, matches, rm.severity(info.severity if info else "error"), codes)
@@ -218,11 +245,11 @@ def _capped(rm: Any, matches: Sequence[Any], severity: Severity, codes: Any) -> 
     return severity
 
 
-def _explains_code(codes: Any, doctor_code: str, log_code: str) -> bool:
-    """The doctor's finding explains the log's reading: the same code (the machine shows
-    the setting, the log the failure it caused) or one its codes.yaml entry `explains`."""
-    info = codes.get(doctor_code)
-    return doctor_code == log_code or (info is not None and log_code in info.explains)
+def _explains_code(codes: Any, cause: str, effect: str) -> bool:
+    """The code `cause` explains `effect`: the same code (one source shows the setting, the
+    other the failure it caused) or one its codes.yaml entry `explains`."""
+    info = codes.get(cause)
+    return cause == effect or (info is not None and effect in info.explains)
 
 
 def _joined(f: Finding, symptom: str, line: EvidenceLine) -> Cause:

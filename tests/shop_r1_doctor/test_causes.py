@@ -224,3 +224,23 @@ def test_a_generic_reading_is_no_surer_than_the_specific_reading_of_its_line():
         machine_feeds=False,
     ).causes
     assert [(c.code, c.severity) for c in alone] == [("PACKAGE_REQUESTED_NOT_INSTALLED", "error")]
+
+
+def test_a_cause_the_log_names_joins_the_symptom_the_doctor_shows():
+    # Recorded on an H100 (tests/fixtures/faults/gpu): CUDA_VISIBLE_DEVICES="" hides the GPU;
+    # the log's reading names the variable (a hint alone), the pasted collect_env and
+    # nvidia-smi show torch seeing no CUDA beside a present H100 (TORCH_CUDA_UNAVAILABLE).
+    from shop_r1_doctor.ingest import snapshot_from_dump
+
+    gpu = FIXTURES / "faults" / "gpu"
+    log = (gpu / "gpus_hidden_to_cuda.log").read_text(encoding="utf-8")
+    env = (gpu / "gpus_hidden_to_cuda.env.txt").read_text(encoding="utf-8")
+    findings = diagnose(snapshot_from_dump(env, "env")).findings
+    assert "TORCH_CUDA_UNAVAILABLE" in {f.code for f in findings}
+    causes = rank_causes(log, doctor_findings=findings).causes
+    lead = causes[0]
+    assert (lead.code, lead.severity) == ("CUDA_VISIBLE_DEVICES_HIDES_GPUS", "error")
+    assert {e.source for e in lead.evidence} == {"log", "doctor"}
+    assert [e.code for e in lead.evidence if e.source == "doctor"] == ["TORCH_CUDA_UNAVAILABLE"]
+    # one cause: the symptom is not listed again beside the cause that explains it
+    assert "TORCH_CUDA_UNAVAILABLE" not in [c.code for c in causes]
