@@ -9,13 +9,16 @@ tests/faults/test_limits_join_live.py and benchmarks/faults_run.py.
 from __future__ import annotations
 
 import json
+import pwd
 import shutil
+import subprocess
+import sys
 import tempfile
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from .case import ROOT, Captured, FaultCase, run_case
+from .case import ROOT, Captured, FaultCase, Unavailable, run_case
 
 # Where each run's report directory goes: outside every path a case mounts over (/tmp,
 # /var/tmp, /run, /dev/shm, /usr/local, the case's own dir) and reachable by the user a
@@ -39,11 +42,39 @@ def run_argv(report_dir: Path, *, fast: bool = True) -> list[str]:
     return [*argv, "--report-dir", str(report_dir), "--"]
 
 
+def cannot_start_python_as(user: str) -> str | None:
+    """Why `shop-r1 run`, run as `user`, could not start this interpreter for the driver
+    (an environment whose interpreter lies under a home the user cannot enter: setpriv's
+    own exec of it works, a process of the user's cannot exec it again), or None."""
+    probe = [
+        "setpriv",
+        f"--reuid={user}",
+        f"--regid={pwd.getpwnam(user).pw_gid}",
+        "--clear-groups",
+        "/bin/sh",
+        "-c",
+        '"$0" -c ""',
+        sys.executable,
+    ]
+    proc = subprocess.run(probe, capture_output=True, text=True, check=False, timeout=60)
+    if proc.returncode == 0:
+        return None
+    last = (proc.stderr.strip().splitlines() or [f"exit {proc.returncode}"])[-1]
+    return (
+        f"as {user}, a process cannot start {sys.executable} ({last}), so neither can shop-r1 run"
+    )
+
+
 def run_under_doctor(case: FaultCase, cache: Path | None = None, *, fast: bool = True) -> JoinedRun:
     """Cause `case` under `shop-r1 run --json [--fast] --`; its diagnosis and log.
 
     Raises as run_case does (RuntimeError: this machine cannot cause it; Unavailable:
-    what it needs cannot be built here)."""
+    what it needs cannot be built here, or `shop-r1 run` could not start the driver as
+    the case's user)."""
+    if case.run_as is not None:
+        why = cannot_start_python_as(case.run_as)
+        if why:
+            raise Unavailable(why)
     REPORTS.mkdir(parents=True, exist_ok=True)
     holder = Path(tempfile.mkdtemp(prefix=f"{case.name}-", dir=REPORTS))
     holder.chmod(0o777)  # a case run as another user creates its report directory here
@@ -79,4 +110,11 @@ def causes(doc: dict[str, Any] | None) -> list[tuple[str, str, tuple[str, ...]]]
     ]
 
 
-__all__ = ["REPORTS", "JoinedRun", "causes", "run_argv", "run_under_doctor"]
+__all__ = [
+    "REPORTS",
+    "JoinedRun",
+    "cannot_start_python_as",
+    "causes",
+    "run_argv",
+    "run_under_doctor",
+]
