@@ -142,7 +142,8 @@ def rank_causes(
 
     Order: error before warning before info; within one severity, a cause with evidence
     from two sources (log + doctor) first, then the run's own evidence, then the log,
-    then the doctor alone."""
+    then the doctor alone. A doctor finding that joins nothing is at most a warning: true
+    of the machine, but nothing shows this run failed of it."""
     from shop_r1_doctor.knowledge import load_codes
 
     codes = load_codes()
@@ -220,7 +221,9 @@ def rank_causes(
         add(1, Cause(f.code, f.severity, f.title, f.fix, detail, f.urls))
     for f in doctor:
         if f.code not in used and f.severity != "info":
-            add(3, Cause(f.code, f.severity, f.title, f.fix, (_doctor(f),), f.urls))
+            # True of the machine, but neither the log nor the run shows that this run
+            # failed of it: as a cause of this run, a guess (at most a warning).
+            add(3, Cause(f.code, "warning", f.title, f.fix, (_doctor(f),), f.urls))
     ranked.sort(key=lambda r: (SEVERITIES.index(r[2].severity), r[0], r[1]))
     unique: dict[str, Cause] = {}
     for _, _, cause in ranked:

@@ -18,7 +18,7 @@ import shutil
 import subprocess
 import sys
 import tempfile
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -131,6 +131,9 @@ class Captured:
     exit_code: int
     command: str
     evidence: dict[str, str]  # what the machine recorded besides the log (cgroup files)
+    # Run `under` another program (run_case's `under`): what it printed on stdout; `output`
+    # is then its stderr (where `shop-r1 run --json` sends the command's own output).
+    stdout: str | None = None
 
 
 def missing_requirement(case: FaultCase) -> str | None:
@@ -282,14 +285,23 @@ def _pids_cgroup(limit: int) -> tuple[Path, Path, Callable[[], dict[str, str]]]:
     return group, group / "cgroup.procs", read
 
 
-def build_command(case: FaultCase, workdir: Path, procs: Path | None = None) -> str:
-    """The bash script that sets the condition up and runs the driver."""
-    run = f"python -m tests.faults.{case.family} {case.name} {workdir}"
+def build_command(
+    case: FaultCase, workdir: Path, procs: Path | None = None, under: Sequence[str] = ()
+) -> str:
+    """The bash script that sets the condition up and runs the driver.
+
+    `under`: the arguments of a Python program put in front of the driver, which it runs
+    (`-m shop_r1.cli run --json --`): inside the same namespaces, cgroup and ulimits, as
+    the same user."""
+    # As another user, the interpreter by its path: a PATH lookup that cannot follow the
+    # venv's symlink (into a home the user cannot enter) falls through to /usr/bin.
+    python = "python" if case.run_as is None else "$(command -v python)"
+    run = f"{python} -m tests.faults.{case.family} {case.name} {workdir}"
+    if under:
+        run = f"{python} {shlex.join(under)} {run}"
     if case.run_as is not None:
-        # The interpreter by its path: as another user, a PATH lookup that cannot follow
-        # the venv's symlink (into a home the user cannot enter) falls through to /usr/bin.
         u = case.run_as
-        run = f"setpriv --reuid={u} --regid=$(id -g {u}) --clear-groups $(command -v python) {run[7:]}"
+        run = f"setpriv --reuid={u} --regid=$(id -g {u}) --clear-groups {run}"
     lines = []
     if procs is not None:
         lines.append(f"echo $$ > {procs}")
@@ -334,9 +346,18 @@ def build_command(case: FaultCase, workdir: Path, procs: Path | None = None) -> 
     return f"unshare {' '.join(unshare)} {wrapped}" if unshare else wrapped
 
 
-def run_case(case: FaultCase, cache: Path | None = None) -> Captured:
+def run_case(
+    case: FaultCase,
+    cache: Path | None = None,
+    *,
+    under: Sequence[str] = (),
+    extra_seconds: float = 0.0,
+) -> Captured:
     """Cause the failure; raises RuntimeError when the machine cannot (see
-    missing_requirement), Unavailable when what it needs cannot be built here."""
+    missing_requirement), Unavailable when what it needs cannot be built here.
+
+    `under` (build_command's): the driver runs under that program, whose stdout is kept
+    apart (Captured.stdout); `extra_seconds` is added to the case's timeout for it."""
     why = missing_requirement(case)
     if why:
         raise RuntimeError(f"{case.id}: {why}")
@@ -352,7 +373,7 @@ def run_case(case: FaultCase, cache: Path | None = None) -> Captured:
             group, procs, read_cgroup = _cgroup(case.memory_limit_mb)
         elif case.pids_limit is not None:
             group, procs, read_cgroup = _pids_cgroup(case.pids_limit)
-        command = build_command(case, scratch, procs)
+        command = build_command(case, scratch, procs, under)
         env = {k: v for k, v in os.environ.items() if not k.startswith(("HF_", "CUDA_"))}
         env.update(
             HF_HOME=str(scratch / "hf-home"),  # an empty cache: nothing downloaded earlier helps
@@ -364,21 +385,30 @@ def run_case(case: FaultCase, cache: Path | None = None) -> Captured:
         env.update(prepared)
         # `python` in the command is this interpreter (its directory first on PATH).
         env["PATH"] = f"{Path(sys.executable).parent}{os.pathsep}{env.get('PATH', '')}"
+        timeout = case.timeout + extra_seconds
+        stdout: str | None = None
         try:
             proc = subprocess.run(
                 ["bash", "-c", command],
                 cwd=ROOT,
                 env=env,
                 stdout=subprocess.PIPE,
-                stderr=subprocess.STDOUT,
-                timeout=case.timeout,
+                stderr=subprocess.PIPE if under else subprocess.STDOUT,
+                timeout=timeout,
                 check=False,
             )
-            output, code = proc.stdout.decode("utf-8", "replace"), proc.returncode
+            code = proc.returncode
+            if under:
+                stdout = proc.stdout.decode("utf-8", "replace")
+                output = proc.stderr.decode("utf-8", "replace")
+            else:
+                output = proc.stdout.decode("utf-8", "replace")
         except subprocess.TimeoutExpired as exc:
-            output = (exc.stdout or b"").decode("utf-8", "replace")
-            output += f"\n[timed out after {case.timeout:.0f} s]\n"
+            output = ((exc.stderr if under else exc.stdout) or b"").decode("utf-8", "replace")
+            output += f"\n[timed out after {timeout:.0f} s]\n"
             code = 124
+            if under:
+                stdout = (exc.stdout or b"").decode("utf-8", "replace")
         evidence = read_cgroup()
     finally:
         if group is not None:
@@ -389,7 +419,9 @@ def run_case(case: FaultCase, cache: Path | None = None) -> Captured:
     command = command.replace(str(scratch), "/tmp/shop-r1-fault")
     if group is not None:
         command = command.replace(str(group), f"{group.parent}/shop-r1-fault")
-    return Captured(case, output, code, command, evidence)
+    if stdout is not None:
+        stdout = stdout.replace(str(scratch), "/tmp/shop-r1-fault")
+    return Captured(case, output, code, command, evidence, stdout)
 
 
 def metadata(captured: Captured) -> dict[str, Any]:

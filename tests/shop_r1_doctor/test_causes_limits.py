@@ -116,3 +116,18 @@ def test_the_log_alone_keeps_its_own_reading():
     lead = rank_causes(log, doctor_findings=findings).lead
     assert lead is not None and lead.code == "DATALOADER_FD_LIMIT"
     assert {e.source for e in lead.evidence} == {"log"}
+
+
+def test_a_machine_finding_the_log_does_not_show_is_no_error_level_cause():
+    """The user's own bug (a KeyError in Dataset.map) on a machine whose HF_HOME is
+    read-only: the doctor's error-level finding is true of the machine, but nothing in the
+    log shows the run failed of it, so as a cause of this run it is at most a warning
+    (shop-r1 run on cache_readonly/map_key_error_readonly_home claimed it at error level)."""
+    log = (FAULTS / "cache_readonly/map_key_error_readonly_home.log").read_text()
+    patch = {r[0]: r[1] for r in ROWS}["cache_readonly/datasets_readonly_home"]
+    findings = diagnose(_snapshot(patch)).findings
+    assert ("CACHE_DIR_NOT_WRITABLE", "error") in {(f.code, f.severity) for f in findings}
+    causes = rank_causes(log, doctor_findings=findings).causes
+    assert "error" not in {c.severity for c in causes}, [(c.code, c.severity) for c in causes]
+    kept = {c.code: c for c in causes}["CACHE_DIR_NOT_WRITABLE"]
+    assert (kept.severity, [e.source for e in kept.evidence]) == ("warning", ["doctor"])
