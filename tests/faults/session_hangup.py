@@ -13,6 +13,7 @@ finds the next morning.
 
 from __future__ import annotations
 
+import contextlib
 import os
 import pty
 import select
@@ -76,29 +77,41 @@ def _session(work: Path, argv: list[str]) -> tuple[int, int]:
     pid, master = pty.fork()
     if pid == 0:
         os.chdir(work)
+        # A session sshd starts has SIGHUP at its default. The recorder may itself run
+        # under nohup or a CI runner that ignores it, and exec would pass SIG_IGN on to
+        # the shell and its jobs, which would then outlive the hangup.
+        signal.signal(signal.SIGHUP, signal.SIG_DFL)
         os.execvp(argv[0], argv)
     return pid, master
 
 
+def _job_pids(work: Path) -> list[int]:
+    """The processes running train.py in `work` (the launcher and its ranks)."""
+    pids = []
+    for proc in Path("/proc").iterdir():
+        if not proc.name.isdigit():
+            continue
+        try:
+            cmd = (proc / "cmdline").read_bytes().split(b"\0")
+            cwd = os.readlink(proc / "cwd")
+        except OSError:
+            continue
+        if cwd == str(work) and any(part == b"train.py" for part in cmd):
+            pids.append(int(proc.name))
+    return pids
+
+
 def _wait_job_end(work: Path, seconds: float = 45.0) -> None:
-    """Until nothing runs train.py any more (the launcher and its ranks)."""
+    """Until nothing runs train.py any more; a job that outlives the wait would hold its
+    port into the next case, so it is ended."""
     deadline = time.monotonic() + seconds
     while time.monotonic() < deadline:
-        running = False
-        for proc in Path("/proc").iterdir():
-            if not proc.name.isdigit():
-                continue
-            try:
-                cmd = (proc / "cmdline").read_bytes().split(b"\0")
-                cwd = os.readlink(proc / "cwd")
-            except OSError:
-                continue
-            if cwd == str(work) and any(part == b"train.py" for part in cmd):
-                running = True
-                break
-        if not running:
+        if not _job_pids(work):
             return
         time.sleep(0.5)
+    for pid in _job_pids(work):
+        with contextlib.suppress(OSError):
+            os.kill(pid, signal.SIGKILL)
 
 
 def _print_log(work: Path) -> None:
