@@ -40,6 +40,7 @@ from faults_corpus import load_cases  # noqa: E402
 from logscan_corpus import Case, Outcome, Report  # noqa: E402
 
 from tests.faults.case import FaultCase, Unavailable, missing_requirement  # noqa: E402
+from tests.faults.record import portable  # noqa: E402
 from tests.faults.run_join import causes, run_under_doctor  # noqa: E402
 from tests.faults.suite import FAMILIES, all_cases  # noqa: E402
 
@@ -253,6 +254,7 @@ def main(argv: list[str] | None = None) -> int:
             except Unavailable as exc:
                 why = str(exc)
         if why is not None:
+            why = portable(why)  # the environment as `<venv>`: no path of this machine
             doc["skipped"][case.id] = why
             print(f"[{n}/{len(chosen)}] {case.id}: skipped ({why})", file=sys.stderr)
             continue

@@ -159,7 +159,7 @@ def test_evaluate_module_not_found_anywhere_is_hub_unreachable_warning():
 
 def test_evaluate_local_path_missing_is_not_hub():
     # a path-like name is never fetched: evaluate says only that the script is not there
-    log = "FileNotFoundError: Couldn't find a module script at /work/metrics/my_metric.py."
+    log = "FileNotFoundError: Couldn't find a module script at /home/user/metrics/my_metric.py."
     assert "HF_HUB_UNREACHABLE" not in codes(log)
 
 
