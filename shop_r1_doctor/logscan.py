@@ -296,7 +296,10 @@ _PREFIX = re.compile(
     r"^(?:\[\d{2}:\d{2}:\d{2}(?:\.\d+)?\] |\((?:[\w:.-]+ )?pid=\d+(?:, ip=[\d.]+)?\) ?"
     r"|\[(?:rank|default)\d+\]: ?|[\w.-]+-\d+ +\| |\[\d+,\d+\]<std(?:out|err)>:"
     r"|(?:DEBUG|INFO|WARNING|ERROR|CRITICAL) \d\d-\d\d \d\d:\d\d:\d\d(?:\.\d+)? "
-    r"(?:\[[\w.]+:\d+\]|[\w.]+:\d+\]) ?)+",
+    r"(?:\[[\w.]+:\d+\]|[\w.]+:\d+\]) ?"
+    # a GUI or wrapper relaying a child's streams labels each line with its step and stream
+    # (`Cache Preparation STDERR: `)
+    r"|[A-Z][\w.-]*(?: [A-Za-z][\w.-]*){0,4} (?:STDERR|STDOUT): )+",
     re.M,
 )
 

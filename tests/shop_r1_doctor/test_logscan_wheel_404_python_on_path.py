@@ -34,7 +34,7 @@ def test_a_guessed_flash_attn_wheel_answering_404_means_no_wheel_for_this_stack(
         # the same wheel downloaded and installed
         f"Guessing wheel URL:  {URL}\nSuccessfully installed flash-attn-2.6.3\n",
         # a 404 from elsewhere in the same install
-        f"Collecting flash-attn\nERROR: HTTP error 404 while getting https://example.org/x.whl\n",
+        "Collecting flash-attn\nERROR: HTTP error 404 while getting https://example.org/x.whl\n",
         # a byte count that contains 404 after the URL
         f"Downloading {URL} (140404 kB)\n",
     ],
