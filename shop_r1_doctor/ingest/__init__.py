@@ -4,8 +4,8 @@ Each module reads one kind of dump and is a pure function of text (`parse(lines,
 -> `Partial | None`). They all read the whole paste, so dumps may come several together,
 in markdown fences, between prose. Their facts are merged, the more exact source first:
 nvidia-smi for the driver and GPUs, collect_env for torch, the `- Key: value` reports,
-then package listings, then what the reporter wrote by hand (issue-template answers,
-`Torch: 2.0.1+cu117`, `my GPU is a 5070ti`). What no dump says is left out of the snapshot ("unknown" in the
+`nvcc --version` for the toolkit, then package listings, then what the reporter wrote by
+hand (issue-template answers, `Torch: 2.0.1+cu117`, `my GPU is a 5070ti`). What no dump says is left out of the snapshot ("unknown" in the
 snapshot contract), so a check whose facts are unknown does not fire.
 """
 
@@ -18,7 +18,7 @@ from typing import Any
 
 from shop_r1_doctor import __version__
 from shop_r1_doctor.hardware import gpu_info
-from shop_r1_doctor.ingest import collect_env, hf_env, nvidia_smi, pip_list, prose
+from shop_r1_doctor.ingest import collect_env, hf_env, nvcc, nvidia_smi, pip_list, prose
 from shop_r1_doctor.ingest._common import DumpError, Line, Partial, better_package, clean_lines
 from shop_r1_doctor.redact import redact_env, redact_home
 from shop_r1_doctor.snapshot import SNAPSHOT_SCHEMA
@@ -31,11 +31,13 @@ PARSERS: tuple[tuple[str, Parser], ...] = (
     ("nvidia_smi", nvidia_smi.parse),
     ("collect_env", collect_env.parse),
     ("hf_env", hf_env.parse),
+    ("nvcc", nvcc.parse),
     ("pip_list", pip_list.parse),
 )
 SOURCES = (
     "python -m torch.utils.collect_env, vllm collect-env, trl env, transformers env, "
-    "accelerate env, llamafactory-cli env, nvidia-smi (-q, -L), pip list/freeze, conda list, "
+    "accelerate env, llamafactory-cli env, nvidia-smi (-q, -L), nvcc --version, pip list/freeze, "
+    "conda list, "
     "or an issue's System Info (`Torch: 2.5.1+cu124`, `### Pytorch version`, `GPU: RTX 4090`)"
 )
 SECTION_ORDER = ("host", "driver", "gpus", "cuda_toolkit", "packages", "torch", "env")

@@ -1,5 +1,7 @@
 """What reporters write about their machine by hand: issue-template answers
-(`### Pytorch version` then `2.7.0+cu128`), `Key: value` lines (`Torch: 2.0.1+cu117`,
+(`### Pytorch version` then `2.7.0+cu128`; headings worded as questions or naming two
+subjects, `**Which operating system?**`, `### Operating System & CPU Architecture`; the
+form's own `Example: ...` placeholder is skipped), `Key: value` lines (`Torch: 2.0.1+cu117`,
 `Driver Version: 550.54.15`), and sentences (`python3.10+cuda11.6+torch2.0.0`,
 `my GPU is 8*Tesla V100`).
 
@@ -79,7 +81,16 @@ _ANSWER_KEYS = {
     "python version": "python",
     "os": "os",
     "operating system": "os",
+    "gpu": "gpu",
+    "gpus": "gpu",
+    "gpu model": "gpu",
 }
+# issue forms word headings as questions (`**Which operating system?**`) or join two
+# subjects (`### Operating System & CPU Architecture`): the subject is the first one
+_QUESTION = re.compile(r"(?i)^(?:which|what)(?:\s+is)?(?:\s+(?:the|your))?\s+")
+_JOINED = re.compile(r"(?i)\s*(?:&|/|,|\band\b)\s*")
+# a form's own placeholder left in the paste (`Example: LM Studio 0.3.15`): not an answer
+_PLACEHOLDER = re.compile(r"(?i)^(?:example|e\.g\.|eg)\s*[:.]")
 # pip's resolver and install lines name versions that are required or offered, not
 # installed (`torch 2.1.0 requires triton==2.1.0, but you have triton 2.2.0`)
 _PIP_TALK = re.compile(
@@ -101,8 +112,10 @@ def parse(lines: list[Line], where: str) -> Partial | None:
         if not text:
             continue
         heading = _HEADING.match(text)
-        if heading and heading.group("key").strip().lower() in _ANSWER_KEYS:
-            pending = _ANSWER_KEYS[heading.group("key").strip().lower()]
+        if heading and _subject(heading.group("key")) is not None:
+            pending = _subject(heading.group("key"))
+            continue
+        if _PLACEHOLDER.match(text):
             continue
         if pending is not None:
             _answer(out, pending, text, line)
@@ -111,6 +124,13 @@ def parse(lines: list[Line], where: str) -> Partial | None:
         if not _PIP_TALK.search(text):
             _statements(out, text, line)
     return out if out.lines else None
+
+
+def _subject(key: str) -> str | None:
+    """What a heading asks for: `Which operating system?` and `Operating System & CPU
+    Architecture` both ask for the OS."""
+    asked = _QUESTION.sub("", key.strip().rstrip("?").strip())
+    return _ANSWER_KEYS.get(_JOINED.split(asked)[0].strip().lower())
 
 
 def _answer(out: Partial, subject: str, text: str, line: Line) -> None:
@@ -127,6 +147,8 @@ def _answer(out: Partial, subject: str, text: str, line: Line) -> None:
             _python(out, m.group(1), line)
     elif subject == "os":
         _host(out, text, line)
+    elif subject == "gpu":
+        _statements(out, text, line)  # `Nvidia RTX 4090 24GB *2`: the models it names
 
 
 def _statements(out: Partial, text: str, line: Line) -> None:

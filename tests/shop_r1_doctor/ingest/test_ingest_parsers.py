@@ -286,3 +286,30 @@ def test_rocm_collect_env_is_not_read_as_a_cpu_build(
     snap = snapshot_from_dump(_rocm_dump(version, cuda, rocm, available), "rocm.txt")
     assert snap["torch"] == {"version": version, "cuda_available": available == "True", **torch}
     assert torch_is_cpu_build(Facts(snap)) is cpu_build
+
+
+NVCC_VERSION = """\
+nvcc: NVIDIA (R) Cuda compiler driver
+Copyright (c) 2005-2023 NVIDIA Corporation
+Built on Fri_Jan__6_16:45:21_PST_2023
+Cuda compilation tools, release 12.0, V12.0.140
+Build cuda_12.0.r12.0/compiler.32267302_0
+"""
+
+
+def test_nvcc_version_output_alone_gives_the_toolkit_release():
+    snap = snapshot_from_dump(NVCC_VERSION, "t")
+    assert snap["cuda_toolkit"] == {"nvcc_version": "12.0"}
+    assert [p["parser"] for p in snap["source"]["parts"]] == ["nvcc"]
+    assert "driver" not in snap and "torch" not in snap  # nvcc says nothing of either
+
+
+def test_nvcc_banner_without_its_release_line_is_not_a_toolkit():
+    banner = "\n".join(ln for ln in NVCC_VERSION.splitlines() if "release" not in ln)
+    with pytest.raises(DumpError):
+        snapshot_from_dump(banner, "t")
+
+
+def test_collect_env_s_toolkit_wins_over_a_later_nvcc_paste():
+    text = "Is debug build: False\nCUDA runtime version: 12.4.131\n" + NVCC_VERSION
+    assert snapshot_from_dump(text, "t")["cuda_toolkit"]["nvcc_version"] == "12.4"

@@ -7,7 +7,7 @@ import pytest
 
 from shop_r1_doctor.causes import rank_causes
 from shop_r1_doctor.diagnose import diagnose
-from shop_r1_doctor.ingest import snapshot_from_dump
+from shop_r1_doctor.ingest import DumpError, snapshot_from_dump
 
 # GitHub's issue-form answers: a heading, a blank line, the value
 TEMPLATE = """### OS
@@ -123,3 +123,48 @@ def test_torch_2_0s_cuda_11_wheels_have_no_kernels_for_a_blackwell_gpu():
 def test_pips_required_and_offered_versions_are_not_installed_ones(line):
     with pytest.raises(Exception, match="no environment dump recognised"):
         snapshot_from_dump(line + "\n", "t")
+
+
+# issue forms that ask in questions or join two subjects under one heading, and leave their
+# own placeholder in the paste
+QUESTION_FORM = """**Which version of LM Studio?**
+Example: LM Studio 0.3.15
+
+**Which operating system?**
+macos 15.4.1
+"""
+JOINED_FORM = """### GPUStack version
+
+V2.0.3
+
+### Operating System & CPU Architecture
+
+Ubuntu24.04
+
+### GPU
+
+Nvidia RTX 4090 24GB *4
+"""
+
+
+def test_a_heading_worded_as_a_question_is_answered_on_the_next_line():
+    snap = snapshot_from_dump(QUESTION_FORM, "t")
+    assert snap["host"]["os"] == "darwin"
+    assert "packages" not in snap  # the form's `Example: LM Studio 0.3.15` is no answer
+
+
+def test_a_heading_of_two_subjects_answers_the_first():
+    snap = snapshot_from_dump(JOINED_FORM, "t")
+    assert snap["host"]["os"] == "linux"
+    assert [g["name"] for g in snap["gpus"]] == ["NVIDIA GeForce RTX 4090"]
+
+
+def test_a_placeholder_under_an_os_heading_is_not_the_answer():
+    text = "### Operating system\nExample: Windows 11\nUbuntu 22.04\n"
+    assert snapshot_from_dump(text, "t")["host"]["os"] == "linux"
+
+
+def test_a_question_about_something_else_is_not_read():
+    text = "**Which version of LM Studio?**\nmacOS build 0.3.15\n"
+    with pytest.raises(DumpError):
+        snapshot_from_dump(text, "t")
