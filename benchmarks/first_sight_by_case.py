@@ -33,7 +33,8 @@ FIRST_SIGHT = {
     "21": "e4a2220", "21b": "e4a2220", "22": "7eb7243", "22b": "7eb7243", "23": "3c1c931",
     "23b": "9db30a9", "24": "063cfc8", "24b": "063cfc8", "25": "18383ec", "25b": "18383ec",
     "25c": "06c480d", "26": "3b907ad", "26b": "3b907ad", "26c": "b5d59b1", "27": "f6f7bfe",
-    "27b": "15d1e65", "27c": "a045601", "28": "6dd1cbd", "28b": "6dd1cbd", "28c": "6dd1cbd",
+    "27b": "15d1e65", "27c": "a045601", "28": "6dd1cbd", "28b": "6dd1cbd", "28c": "6dd1cbd", "29": "906f7bf", "29b": "6dd1cbd",
+    "29c": "906f7bf",
 }  # fmt: skip
 
 # Runs inside the old checkout: the batch's cases through this checkout's scorer.
@@ -85,16 +86,16 @@ def main(argv: list[str] | None = None) -> int:
         print(f"--batches: no first-sight commit known for {', '.join(unknown)}", file=sys.stderr)
         return 2
     result: dict[str, dict] = {}
-    with tempfile.TemporaryDirectory(prefix="first_sight_") as tmp:
-        try:
+    try:
+        with tempfile.TemporaryDirectory(prefix="first_sight_") as tmp:
             for batch in args.batches:
                 cases = score_batch(batch, FIRST_SIGHT[batch], Path(tmp))
                 result[batch] = {"commit": FIRST_SIGHT[batch], "cases": cases}
                 pos = [c for c in cases if c["expected"]]
                 hits = sum(c["hit"] for c in pos)
                 print(f"batch {batch:>4} on {FIRST_SIGHT[batch]}: {hits}/{len(pos)}")
-        finally:
-            subprocess.run(["git", "-C", str(ROOT), "worktree", "prune"], check=False)
+    finally:  # the checkouts' folders are gone: forget them
+        subprocess.run(["git", "-C", str(ROOT), "worktree", "prune"], check=False)
     doc = {"schema": "shop-r1.first-sight-by-case/1", "batches": result}
     args.out.write_text(json.dumps(doc, indent=1) + "\n", encoding="utf-8")
     return 0

@@ -176,10 +176,25 @@ def test_a_pre_blackwell_arch_is_not_read_as_blackwell():
     assert "TORCH_NO_BLACKWELL_ARCH" not in codes(PTXAS.format(arch="sm_90a"))
 
 
+def test_the_fatal_line_before_triton_s_own_error_reads_the_same():
+    # Inductor's report on a GB10 (sm_121a): ptxas' line first, Triton's error after it
+    log = (
+        "ptxas fatal   : Value 'sm_121a' is not defined for option 'gpu-name'\n"
+        "Internal Triton PTX codegen error\n\n"
+        "triton.runtime.errors.PTXASError: PTXAS error: Internal Triton PTX codegen error\n"
+    )
+    assert codes(log)[:2] == ["TORCH_NO_BLACKWELL_ARCH", "NVCC_TOO_OLD_FOR_ARCH"]
+
+
+def test_triton_s_ptxas_older_than_any_arch_is_a_ptxas_too_old_hint():
+    # sm_90a under a CUDA 11 ptxas: no Blackwell reading, the ptxas one alone
+    assert lead(PTXAS.format(arch="sm_90a")) == ("NVCC_TOO_OLD_FOR_ARCH", "warning")
+
+
 def test_ptxas_without_triton_is_not_triton_s():
     # ptxas run by a build of the user's own (nvcc, a JIT): no Triton in the log
     log = "ptxas fatal   : Value 'sm_120' is not defined for option 'gpu-name'\n"
-    assert "TORCH_NO_BLACKWELL_ARCH" not in codes(log)
+    assert not {"TORCH_NO_BLACKWELL_ARCH", "NVCC_TOO_OLD_FOR_ARCH"} & set(codes(log))
 
 
 def test_nvcc_s_own_refusal_stays_nvcc_s():
