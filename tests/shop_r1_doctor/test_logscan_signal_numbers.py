@@ -7,7 +7,7 @@ severities (wording: codes.yaml)."""
 from __future__ import annotations
 
 import pytest
-from logscan_readings import codes, lead
+from logscan_readings import codes, lead, readings
 
 FORMS = {
     "tgi": "Shard process was signaled to shutdown with signal {n} rank=0",
@@ -81,3 +81,33 @@ def test_sigbus_in_a_container_is_its_shm_as_a_warning(sigbus):
     assert lead(container + sigbus) == ("CONTAINER_SHM_TOO_SMALL", "warning")
     # the same death with no container in the log: the /dev/shm-or-mapped-file hint only
     assert "CONTAINER_SHM_TOO_SMALL" not in codes("$ python train.py\n" + sigbus)
+
+
+@pytest.mark.parametrize(
+    "log",
+    [
+        # DeepSpeed's launcher: a rank's return code, negative for the signal that ended it
+        "[ERROR] [launch.py:325:sigkill_handler] ['/usr/bin/python', '-u', 'train.py'] exits"
+        " with return code = -9",
+        "worker exited, returncode=-9",
+    ],
+)
+def test_a_return_code_of_minus_9_is_a_kill_hint(log):
+    assert ("HOST_OOM_KILLED", "info") in readings(log)
+
+
+@pytest.mark.parametrize(
+    "log",
+    [
+        "[ERROR] [launch.py:325:sigkill_handler] ['python', 'train.py'] exits with return code = 1",
+        "exits with return code = -90",
+        "process returncode=-15",
+    ],
+)
+def test_other_return_codes_are_no_kill_hint(log):
+    assert "HOST_OOM_KILLED" not in {code for code, _ in readings(log)}
+
+
+@pytest.mark.parametrize("line", ["**Killed**", "*Killed*", "`Killed`", "__Killed__"])
+def test_killed_in_markdown_emphasis_reads_as_a_plain_killed(line):
+    assert ("HOST_OOM_KILLED", "info") in readings(f"train poses bds tensor([...])\n{line}\n")
