@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import re
 import shutil
 import subprocess
 import sys
@@ -34,7 +35,7 @@ FIRST_SIGHT = {
     "23b": "9db30a9", "24": "063cfc8", "24b": "063cfc8", "25": "18383ec", "25b": "18383ec",
     "25c": "06c480d", "26": "3b907ad", "26b": "3b907ad", "26c": "b5d59b1", "27": "f6f7bfe",
     "27b": "15d1e65", "27c": "a045601", "28": "6dd1cbd", "28b": "6dd1cbd", "28c": "6dd1cbd", "29": "906f7bf", "29b": "6dd1cbd",
-    "29c": "906f7bf",
+    "29c": "906f7bf", "30": "f110cf9", "30b": "f110cf9", "30c": "2411546",
 }  # fmt: skip
 
 # Runs inside the old checkout: the batch's cases through this checkout's scorer.
@@ -73,7 +74,20 @@ def score_batch(batch: str, commit: str, tmp: Path) -> list[dict]:
     )  # fmt: skip
     if done.returncode != 0:
         raise SystemExit(f"batch {batch} on {commit}: {done.stderr.strip().splitlines()[-1]}")
-    return json.loads(done.stdout)
+    cases = json.loads(done.stdout)
+    known = codes_at(commit)
+    for case in cases:  # could the report have named it: was its code defined then?
+        case["code_existed"] = any(code in known for code in case["expected"])
+    return cases
+
+
+def codes_at(commit: str) -> set[str]:
+    """The codes knowledge/codes.yaml defined at `commit`."""
+    text = subprocess.run(
+        ["git", "-C", str(ROOT), "show", f"{commit}:shop_r1_doctor/knowledge/codes.yaml"],
+        capture_output=True, text=True, check=True,
+    ).stdout  # fmt: skip
+    return set(re.findall(r"^  ([A-Z0-9_]+):", text, re.M))
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -97,6 +111,13 @@ def main(argv: list[str] | None = None) -> int:
     finally:  # the checkouts' folders are gone: forget them
         subprocess.run(["git", "-C", str(ROOT), "worktree", "prune"], check=False)
     doc = {"schema": "shop-r1.first-sight-by-case/1", "batches": result}
+    pos = [c for b in result.values() for c in b["cases"] if c["expected"]]
+    named = sum(c["hit"] for c in pos)
+    coded = sum(c["code_existed"] for c in pos)
+    print(
+        f"all: {named}/{len(pos)} named at first sight; {coded}/{len(pos)} had a code then "
+        f"(the most a reader of the known codes could have named)"
+    )
     args.out.write_text(json.dumps(doc, indent=1) + "\n", encoding="utf-8")
     return 0
 
