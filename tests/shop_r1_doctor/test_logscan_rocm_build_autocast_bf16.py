@@ -30,3 +30,43 @@ def test_inductor_skipping_bf16_compilation_is_not_a_refusal():
     # torch/_inductor/compile_fx.py's warning: the run goes on
     log = "UserWarning: cpu does not support bfloat16 compilation natively, skipping\n"
     assert "BF16_PRE_AMPERE" not in codes(log)
+
+
+def test_a_package_imported_from_its_source_checkout_without_its_compiled_part():
+    log = (
+        "Traceback (most recent call last):\n"
+        '  File "/data/package/pytorch/torch_npu/__init__.py", line 14, in <module>\n'
+        "    import torch_npu.npu\n"
+        '  File "/data/package/pytorch/torch_npu/npu/utils.py", line 11, in <module>\n'
+        "    import torch_npu._C\n"
+        "ModuleNotFoundError: No module named 'torch_npu._C'\n"
+    )
+    assert lead(log) == ("MODULE_SHADOWED_BY_LOCAL_FILE", "warning")
+
+
+def test_the_installed_package_missing_its_compiled_part_is_not_a_checkout():
+    # the frames are site-packages': a broken install (or vLLM on native Windows), not a
+    # source tree in the way
+    log = (
+        '  File "C:\\\\venv\\\\Lib\\\\site-packages\\\\vllm\\\\__init__.py", line 3, in <module>\n'
+        "    import vllm._C\n"
+        "ModuleNotFoundError: No module named 'vllm._C'\n"
+    )
+    assert "MODULE_SHADOWED_BY_LOCAL_FILE" not in codes(log)
+
+
+def test_another_packages_compiled_part_missing_is_not_this_checkout():
+    log = (
+        '  File "/home/u/src/myproj/train.py", line 3, in <module>\n'
+        "    import torch_npu._C\n"
+        "ModuleNotFoundError: No module named 'torch_npu._C'\n"
+    )
+    assert "MODULE_SHADOWED_BY_LOCAL_FILE" not in codes(log)
+
+
+def test_webui_start_up_check_is_no_usable_gpu():
+    log = (
+        "RuntimeError: Torch is not able to use GPU; add --skip-torch-cuda-test to"
+        " COMMANDLINE_ARGS variable to disable this check\n"
+    )
+    assert lead(log) == ("TORCH_CUDA_UNAVAILABLE", "warning")
