@@ -70,3 +70,33 @@ def test_webui_start_up_check_is_no_usable_gpu():
         " COMMANDLINE_ARGS variable to disable this check\n"
     )
     assert lead(log) == ("TORCH_CUDA_UNAVAILABLE", "warning")
+
+
+def test_cudnn_s_loader_line_without_its_dlerror_is_a_missing_library_hint():
+    assert lead("Error: Could not load library libcudnn_cnn_infer.so.8\n") == (
+        "CUDA_RUNTIME_LIB_MISSING",
+        "warning",
+    )
+
+
+def test_cudnn_s_loader_line_naming_the_driver_is_not_a_runtime_library():
+    # libcuda.so is the driver's (WSL2's /usr/lib/wsl/lib): not read as a missing runtime
+    log = (
+        "Could not load library libcudnn_cnn_infer.so.8. Error: libcuda.so: cannot open"
+        " shared object file: No such file or directory\n"
+    )
+    assert "CUDA_RUNTIME_LIB_MISSING" not in codes(log)
+
+
+def test_triton_3_beside_a_torch_that_imports_triton_common_is_a_version_skew():
+    assert lead("ModuleNotFoundError: No module named 'triton.common'\n") == (
+        "PACKAGE_VERSION_SKEW",
+        "error",
+    )
+    assert lead("ModuleNotFoundError: No module named 'triton. common'\n")[0] == (
+        "PACKAGE_VERSION_SKEW"
+    )
+
+
+def test_triton_missing_altogether_is_not_the_skew():
+    assert "PACKAGE_VERSION_SKEW" not in codes("ModuleNotFoundError: No module named 'triton'\n")
