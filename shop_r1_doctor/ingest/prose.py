@@ -24,12 +24,17 @@ from shop_r1_doctor.ingest.platform_text import host_from_os
 _VERSION = r"v?(?P<version>\d+\.\d+(?:\.\d+)?(?:(?:a|b|rc|\.dev|\.post)\d+)?)"
 # torch's local tags that say what it was built for; anything else after `+` is prose
 _TORCH_LOCAL = r"(?P<local>\+(?:cu\d{2,3}|cpu|rocm\d+(?:\.\d+)*|xpu))?"
-# `torch 2.1.0`, `Torch: 2.0.1+cu117`, `torch2.0.0`, `PyTorch version: 2.5.1`, `torch==2.4.0`;
-# not torchvision/torchaudio/torchtune, whose versions are their own
+# a version in parentheses after its subject, closed (`the latest torch version (2.7.1)`)
+_OPEN = r"(?P<paren>\(\s*)?"
+_CLOSE = r"(?(paren)\s*\))"
+# `torch 2.1.0`, `Torch: 2.0.1+cu117`, `torch2.0.0`, `PyTorch version: 2.5.1`, `torch==2.4.0`,
+# `torch version (2.7.1)`; not torchvision/torchaudio/torchtune, whose versions are their own
 _TORCH = re.compile(
     r"(?i)(?<![\w.-])(?:py)?torch(?![A-Za-z_-])\*?\s*(?:version)?\s*(?:\(GPU\?\))?\s*(?:==|=|:)?\s*"
+    + _OPEN
     + _VERSION
     + _TORCH_LOCAL
+    + _CLOSE
     + r"(?![\w.])"
 )
 _PYTHON = re.compile(
@@ -56,7 +61,9 @@ _PACKAGE = re.compile(
     r"(?i)(?<![\w.-])(?P<name>"
     + "|".join(re.escape(n) for n in sorted(_PACKAGES, key=len, reverse=True))
     + r")(?![A-Za-z_-])\s*(?:version)?\s*(?:==|=|:)?\s*"
+    + _OPEN
     + _VERSION
+    + _CLOSE
     + r"(?![\w.])"
 )
 _DRIVER = re.compile(r"(?i)\bDriver Version\s*:\s*(?P<driver>\d{3}\.\d+(?:\.\d+)?)")

@@ -168,3 +168,29 @@ def test_a_question_about_something_else_is_not_read():
     text = "**Which version of LM Studio?**\nmacOS build 0.3.15\n"
     with pytest.raises(DumpError):
         snapshot_from_dump(text, "t")
+
+
+def test_a_version_in_parentheses_after_its_subject_is_read():
+    # a reporter's sentence (torchtitan #1423's opening post)
+    text = (
+        "I think this is a torch version issue, but I am on the latest torch version (2.7.1)"
+        " and also reproduced the error using the nightly PyTorch build.\n"
+        "transformers version (4.51.3)\n"
+    )
+    snap = snapshot_from_dump(text, "t")
+    assert snap["packages"] == {
+        "torch": {"version": "2.7.1"},
+        "transformers": {"version": "4.51.3"},
+    }
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "the latest torch version (2.7.1 and the nightly",  # the parenthesis never closes
+        "torch (2 GPUs) and then 2.7.1 steps",  # no version inside the parentheses
+    ],
+)
+def test_a_parenthesis_that_holds_no_closed_version_is_not_read(text):
+    with pytest.raises(Exception, match="no environment dump recognised"):
+        snapshot_from_dump(text, "t")
