@@ -30,7 +30,7 @@ _CLOSE = r"(?(paren)\s*\))"
 # `torch 2.1.0`, `Torch: 2.0.1+cu117`, `torch2.0.0`, `PyTorch version: 2.5.1`, `torch==2.4.0`,
 # `torch version (2.7.1)`; not torchvision/torchaudio/torchtune, whose versions are their own
 _TORCH = re.compile(
-    r"(?i)(?<![\w.-])(?:py)?torch(?![A-Za-z_-])\*?\s*(?:version)?\s*(?:\(GPU\?\))?\s*(?:==|=|:)?\s*"
+    r"(?i)(?<![\w.-])(?:py)?torch(?![A-Za-z_-])\*?\s*(?:version|版本)?\s*(?:\(GPU\?\))?\s*(?:==|=|:|：)?\s*"
     + _OPEN
     + _VERSION
     + _TORCH_LOCAL
@@ -38,7 +38,7 @@ _TORCH = re.compile(
     + r"(?![\w.])"
 )
 _PYTHON = re.compile(
-    r"(?i)(?<![\w.-])python\s*(?:version)?\s*(?:==|=|:)?\s*v?(?P<version>3\.\d{1,2})(?:\.\d+)?(?![\w.])"
+    r"(?i)(?<![\w.-])python\s*(?:version|版本)?\s*(?:==|=|:|：)?\s*v?(?P<version>3\.\d{1,2})(?:\.\d+)?(?![\w.])"
 )
 # the distributions whose versions the checks read; the name as written -> its key
 _PACKAGES = {
@@ -60,7 +60,7 @@ _PACKAGES = {
 _PACKAGE = re.compile(
     r"(?i)(?<![\w.-])(?P<name>"
     + "|".join(re.escape(n) for n in sorted(_PACKAGES, key=len, reverse=True))
-    + r")(?![A-Za-z_-])\s*(?:version)?\s*(?:==|=|:)?\s*"
+    + r")(?![A-Za-z_-])\s*(?:version|版本)?\s*(?:==|=|:|：)?\s*"
     + _OPEN
     + _VERSION
     + _CLOSE
@@ -96,6 +96,11 @@ _ANSWER_KEYS = {
 # subjects (`### Operating System & CPU Architecture`): the subject is the first one
 _QUESTION = re.compile(r"(?i)^(?:which|what)(?:\s+is)?(?:\s+(?:the|your))?\s+")
 _JOINED = re.compile(r"(?i)\s*(?:&|/|,|\band\b)\s*")
+# a value printed by the reporter's own one-liner or REPL line, answered on the next line:
+# `python -c "import torch; print(torch.__version__)"` then `2.3.1`, `>>> print(sys.version)`
+_PRINTED = re.compile(
+    r"print\(\s*(?:(?P<module>[A-Za-z_]\w*)\.__version__|(?P<python>sys\.version|platform\.python_version\(\)))\s*\)"
+)
 # a form's own placeholder left in the paste (`Example: LM Studio 0.3.15`): not an answer
 _PLACEHOLDER = re.compile(r"(?i)^(?:example|e\.g\.|eg)\s*[:.]")
 # pip's resolver and install lines name versions that are required or offered, not
@@ -128,6 +133,10 @@ def parse(lines: list[Line], where: str) -> Partial | None:
             _answer(out, pending, text, line)
             pending = None
             continue
+        printed = _PRINTED.search(text)
+        if printed and _printed_subject(printed) is not None:
+            pending = _printed_subject(printed)
+            continue
         if not _PIP_TALK.search(text):
             _statements(out, text, line)
     return out if out.lines else None
@@ -140,16 +149,31 @@ def _subject(key: str) -> str | None:
     return _ANSWER_KEYS.get(_JOINED.split(asked)[0].strip().lower())
 
 
+def _printed_subject(m: re.Match[str]) -> str | None:
+    """What a printed expression names: torch, a package the checks read, or Python."""
+    if m.group("python"):
+        return "python"
+    module = m.group("module").lower()
+    if module == "torch":
+        return "torch"
+    return f"package:{_PACKAGES[module]}" if module in _PACKAGES else None
+
+
 def _answer(out: Partial, subject: str, text: str, line: Line) -> None:
-    """The line under a template heading: the value alone (`2.7.0+cu128`, `3.12`, `Linux`)."""
+    """The line under a template heading or after a printing command: the value alone
+    (`2.7.0+cu128`, `3.12`, `Linux`; sys.version's `3.10.12 (main, ...)`)."""
     if is_unknown(text):
         return
     if subject == "torch":
         m = re.fullmatch(_VERSION + _TORCH_LOCAL, text.strip("`"))
         if m:
             _torch(out, m, line)
+    elif subject.startswith("package:"):
+        m = re.fullmatch(_VERSION, text.strip("`"))
+        if m:
+            out.package(subject.removeprefix("package:"), m.group("version"), line.number)
     elif subject == "python":
-        m = re.fullmatch(r"v?(3\.\d{1,2})(?:\.\d+)?", text.strip("`"))
+        m = re.fullmatch(r"v?(3\.\d{1,2})(?:\.\d+)?(?:\s+\(.*)?", text.strip("`"))
         if m:
             _python(out, m.group(1), line)
     elif subject == "os":

@@ -194,3 +194,44 @@ def test_a_version_in_parentheses_after_its_subject_is_read():
 def test_a_parenthesis_that_holds_no_closed_version_is_not_read(text):
     with pytest.raises(Exception, match="no environment dump recognised"):
         snapshot_from_dump(text, "t")
+
+
+def test_versions_printed_by_the_reporters_own_commands_are_read():
+    # a cluster user's shell (pytorch_sparse #377's opening post) and a REPL
+    shell = (
+        '$ python -c "import torch; print(torch.__version__)"\n'
+        "2.3.1\n"
+        '(env) [u@node1 proj]$ python -c "import torch; print(torch.cuda.is_available())"\n'
+        "True\n"
+    )
+    assert snapshot_from_dump(shell, "t")["packages"] == {"torch": {"version": "2.3.1"}}
+    repl = (
+        ">>> print(transformers.__version__)\n"
+        "4.51.3\n"
+        ">>> print(sys.version)\n"
+        "3.10.12 (main, Nov 20 2023, 15:14:05) [GCC 11.4.0]\n"
+    )
+    snap = snapshot_from_dump(repl, "t")
+    assert snap["packages"] == {"transformers": {"version": "4.51.3"}}
+    assert snap["host"]["python"]["version"] == "3.10"
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        # what follows the print is not a value
+        '$ python -c "import torch; print(torch.__version__)"\nTraceback (most recent call last):\n',
+        # a package the checks do not read
+        ">>> print(einops.__version__)\n0.8.0\n",
+    ],
+)
+def test_a_print_not_answered_by_a_version_is_not_read(text):
+    with pytest.raises(DumpError, match="no environment dump recognised"):
+        snapshot_from_dump(text, "t")
+
+
+def test_versions_stated_in_chinese_are_read():
+    # `torch版本2.1 python版本3.8` (Ascend/pytorch #24): 版本 is "version"
+    snap = snapshot_from_dump("torch版本2.1 python版本3.8\n", "t")
+    assert snap["packages"] == {"torch": {"version": "2.1"}}
+    assert snap["host"]["python"]["version"] == "3.8"
