@@ -35,7 +35,8 @@ FIRST_SIGHT = {
     "23b": "9db30a9", "24": "063cfc8", "24b": "063cfc8", "25": "18383ec", "25b": "18383ec",
     "25c": "06c480d", "26": "3b907ad", "26b": "3b907ad", "26c": "b5d59b1", "27": "f6f7bfe",
     "27b": "15d1e65", "27c": "a045601", "28": "6dd1cbd", "28b": "6dd1cbd", "28c": "6dd1cbd", "29": "906f7bf", "29b": "6dd1cbd",
-    "29c": "906f7bf", "30": "f110cf9", "30b": "f110cf9", "30c": "2411546",
+    "29c": "906f7bf", "30": "f110cf9", "30b": "f110cf9", "30c": "2411546", "31": "f110cf9",
+    "31b": "e2c47ff", "31c": "b036606", "32": "08e3e97", "32b": "08e3e97", "32c": "08e3e97",
 }  # fmt: skip
 
 # Runs inside the old checkout: the batch's cases through this checkout's scorer.
