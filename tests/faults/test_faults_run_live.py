@@ -4,7 +4,8 @@ scores every case this way; these are one of each kind).
 
 - the log and the doctor's snapshot taken inside the limit join (a low `ulimit -n`);
 - the log alone cannot show the cause, what the run saw does (a memory cgroup's OOM kill);
-- the log alone suffices (a full disk at a checkpoint): the run adds nothing to the lead;
+- the log names the cause and the doctor the place (a full disk at a checkpoint: the log's
+  ENOSPC, the snapshot's file system with no room left) as one cause;
 - the user's own bug: nothing about the machine is claimed as its cause at error level
   (a read-only HF_HOME the doctor finds, which the log does not show, is a warning).
 
@@ -26,7 +27,7 @@ CASES = {c.id: c for c in all_cases()}
 LEADS = [
     ("fd_limit/main_keeps_batches", "DATALOADER_FD_LIMIT", "error", ("log", "doctor")),
     ("host_memory/cgroup_oom_kill", "HOST_OOM_KILLED", "error", ("run",)),
-    ("disk_full/torch_save", "DISK_FULL_AT_CHECKPOINT", "error", ("log",)),
+    ("disk_full/torch_save", "DISK_FULL_AT_CHECKPOINT", "error", ("log", "doctor")),
 ]
 # (the user's own bug, what the doctor finds true of the machine it failed on)
 NEGATIVES = [

@@ -244,3 +244,36 @@ def test_a_cause_the_log_names_joins_the_symptom_the_doctor_shows():
     assert [e.code for e in lead.evidence if e.source == "doctor"] == ["TORCH_CUDA_UNAVAILABLE"]
     # one cause: the symptom is not listed again beside the cause that explains it
     assert "TORCH_CUDA_UNAVAILABLE" not in [c.code for c in causes]
+
+
+def test_a_full_disk_in_the_log_joins_the_low_free_space_the_doctor_finds():
+    # caused for real (tests/faults/disk_full.py): torch.save fills a small tmpfs; the log
+    # says ENOSPC (or the zip writer's failure) without the path, the doctor's snapshot
+    # taken on failure names the file system with no room left
+    snap = copy.deepcopy(machine_snapshot("h100"))
+    snap["host"]["disk_free_bytes"] = {"~/ckpt": 4096}
+    findings = diagnose(snap).findings
+    assert "DISK_LOW" in {f.code for f in findings}
+    log = (
+        "Traceback (most recent call last):\n"
+        '  File "save.py", line 5, in <module>\n'
+        "    torch.save(state, 'ckpt/model.pt')\n"
+        "OSError: [Errno 28] No space left on device\n"
+    )
+    causes = rank_causes(log, doctor_findings=findings).causes
+    lead = causes[0]
+    assert (lead.code, lead.severity) == ("DISK_FULL_AT_CHECKPOINT", "error")
+    assert [e.code for e in lead.evidence if e.source == "doctor"] == ["DISK_LOW"]
+    assert "DISK_LOW" not in [c.code for c in causes]  # one cause, not two
+
+
+def test_low_free_space_beside_a_users_bug_stays_a_warning_of_its_own():
+    snap = copy.deepcopy(machine_snapshot("h100"))
+    snap["host"]["disk_free_bytes"] = {"~/ckpt": 4096}
+    findings = diagnose(snap).findings
+    log = "Traceback (most recent call last):\nKeyError: 'label'\n"
+    causes = rank_causes(log, doctor_findings=findings).causes
+    assert [(c.code, c.severity) for c in causes if c.code == "DISK_LOW"] == [
+        ("DISK_LOW", "warning")
+    ]
+    assert "DISK_FULL_AT_CHECKPOINT" not in [c.code for c in causes]
