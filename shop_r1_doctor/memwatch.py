@@ -20,7 +20,7 @@ import re
 import time
 from collections.abc import Sequence
 from dataclasses import dataclass, field
-from pathlib import Path
+from pathlib import Path, PurePath
 
 from shop_r1_doctor.catalog import finding
 from shop_r1_doctor.findings import Finding
@@ -30,6 +30,11 @@ _KMSG_OOM = re.compile(
     r"(?:Out of memory|Memory cgroup out of memory): Killed process (\d+) \(([^)]*)\)"
 )
 _KMSG_MEMCG = re.compile(r"oom-kill:.*?\btask_memcg=([^,\s]+).*?\bpid=(\d+)")
+# a container's memory cgroup as Docker, Podman, containerd, CRI-O and Kubernetes name it
+_CONTAINER_MEMCG = re.compile(r"docker|libpod|containerd|crio|kubepods|machine\.slice/")
+# a command that starts a container whose processes live in the container's own cgroup,
+# not under the launcher: its OOM kill is not in the cgroups this run can read
+_LAUNCHERS = frozenset({"docker", "podman", "nerdctl"})
 
 
 @dataclass(frozen=True)
@@ -270,9 +275,49 @@ def oom_evidence(ev: MemoryEvidence) -> list[str]:
     return list(dict.fromkeys(lines))
 
 
-def memory_finding(ev: MemoryEvidence | None, killed: bool, signal: str | None) -> Finding | None:
+def starts_container(argv: Sequence[str]) -> bool:
+    """`docker run ...`, `podman run ...`, `nerdctl run ...` (a path or `sudo` before it too)."""
+    words = [PurePath(w).name for w in argv]
+    for i, word in enumerate(words):
+        if word in _LAUNCHERS:
+            return "run" in words[i + 1 : i + 4]
+    return False
+
+
+def container_oom_evidence(ev: MemoryEvidence) -> list[str]:
+    """Kernel OOM kills in a container's memory cgroup during the run."""
+    return [
+        f"kernel log: {line.strip()[:200]}"
+        for line in ev.kernel_lines or ()
+        if (m := _KMSG_MEMCG.search(line)) and _CONTAINER_MEMCG.search(m.group(1))
+    ]
+
+
+def memory_finding(
+    ev: MemoryEvidence | None, killed: bool, signal: str | None, argv: Sequence[str] = ()
+) -> Finding | None:
     """An error when the evidence shows an OOM kill; a hint when killed without evidence."""
     shown = oom_evidence(ev) if ev is not None else []
+    if not shown and killed and ev is not None:
+        inside = container_oom_evidence(ev)
+        if inside:
+            # A container's processes live in its own cgroup, not under the command: the
+            # kernel's record of an OOM kill there is the evidence. When the command itself
+            # starts the container it is its kill; else (a script that runs docker) likely.
+            started = starts_container(argv)
+            return finding(
+                "HOST_OOM_KILLED",
+                "the kernel's OOM killer killed a process in a container's memory cgroup while"
+                + (
+                    " the container ran: it reached its memory limit (docker run --memory / -m)"
+                    if started
+                    else " the command ran: if the command started that container, its memory"
+                    " limit (docker run --memory / -m) killed it"
+                ),
+                detail="Evidence on this machine, during the run:\n"
+                + "\n".join(f"- {line}" for line in inside),
+                severity="error" if started else "warning",
+            )
     if shown:
         limit = _tightest_limit(ev)
         where = f" (memory limit {_size(limit.limit)} on cgroup {limit.path})" if limit else ""

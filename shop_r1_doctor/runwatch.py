@@ -77,7 +77,11 @@ def judge(result: RunResult, min_seconds: float) -> Verdict:
     """Failure, death by signal, or a success too quick/quiet/odd to be real."""
     # A shell or launcher exits 137 when its child was killed by SIGKILL.
     killed = result.signal == "SIGKILL" or result.returncode == 137
-    memory = memory_finding(result.memory, killed, result.signal) if result.returncode else None
+    memory = (
+        memory_finding(result.memory, killed, result.signal, result.argv)
+        if result.returncode
+        else None
+    )
     found = (memory,) if memory else ()
     if result.signal:
         return Verdict(True, f"was killed by {result.signal}", found)

@@ -66,6 +66,42 @@ def test_kernel_line_for_the_child_is_evidence():
     assert f is not None and (f.code, f.severity) == ("KILLED_WITHOUT_OOM_EVIDENCE", "info")
 
 
+# Recorded on the development machine (tests/faults/container_limits.py, docker run
+# --memory 64m): the kernel names the container's cgroup, not the command's.
+CONTAINER_OOM = (
+    "oom-kill:constraint=CONSTRAINT_MEMCG,nodemask=(null),cpuset=7aa1aa30fb15,mems_allowed=0,"
+    "oom_memcg=/docker/7aa1aa30fb15,task_memcg=/docker/7aa1aa30fb15,task=python3,pid=8499,uid=0"
+)
+DOCKER_RUN = ("docker", "run", "--memory", "64m", "img", "python3", "train.py")
+
+
+def test_an_oom_kill_in_the_container_the_command_started_is_an_error():
+    ev = MemoryEvidence((_level(0),), (_level(0),), kernel_lines=(CONTAINER_OOM,), pid=42)
+    f = memory_finding(ev, killed=True, signal=None, argv=DOCKER_RUN)
+    assert f is not None and (f.code, f.severity) == ("HOST_OOM_KILLED", "error")
+    assert "/docker/7aa1aa30fb15" in f.detail
+    sudo = ("/usr/bin/sudo", "/usr/bin/podman", "run", "-m", "2g", "img")
+    f = memory_finding(ev, killed=True, signal=None, argv=sudo)
+    assert f is not None and f.severity == "error"
+
+
+def test_an_oom_kill_in_a_container_beside_a_script_is_a_warning():
+    # a script that runs docker itself: the kill is likely its container's, not surely
+    ev = MemoryEvidence((_level(0),), (_level(0),), kernel_lines=(CONTAINER_OOM,), pid=42)
+    f = memory_finding(ev, killed=True, signal=None, argv=("bash", "launch.sh"))
+    assert f is not None and (f.code, f.severity) == ("HOST_OOM_KILLED", "warning")
+
+
+def test_an_oom_kill_outside_any_container_is_not_this_runs():
+    line = CONTAINER_OOM.replace("/docker/7aa1aa30fb15", "/user.slice/user-1000.slice")
+    ev = MemoryEvidence((_level(0),), (_level(0),), kernel_lines=(line,), pid=42)
+    f = memory_finding(ev, killed=True, signal=None, argv=DOCKER_RUN)
+    assert f is not None and f.code == "KILLED_WITHOUT_OOM_EVIDENCE"
+    # and a run that was not killed claims no kill
+    ev = MemoryEvidence((_level(0),), (_level(0),), kernel_lines=(CONTAINER_OOM,), pid=42)
+    assert memory_finding(ev, killed=False, signal=None, argv=DOCKER_RUN) is None
+
+
 @pytest.mark.parametrize("ev", [None, MemoryEvidence((), (), None)])
 def test_sigkill_without_evidence_is_only_a_hint(ev):
     f = memory_finding(ev, killed=True, signal=None)
