@@ -37,7 +37,7 @@ FIRST_SIGHT = {
     "27b": "15d1e65", "27c": "a045601", "28": "6dd1cbd", "28b": "6dd1cbd", "28c": "6dd1cbd", "29": "906f7bf", "29b": "6dd1cbd",
     "29c": "906f7bf", "30": "f110cf9", "30b": "f110cf9", "30c": "2411546", "31": "f110cf9",
     "31b": "e2c47ff", "31c": "b036606", "32": "08e3e97", "32b": "08e3e97", "32c": "08e3e97",
-    "33b": "58550d7", "33c": "58550d7", "34": "f110e55", "34b": "f110e55", "34c": "f110e55",
+    "33": "cde26bd", "33b": "58550d7", "33c": "58550d7", "34": "f110e55", "34b": "f110e55", "34c": "f110e55",
 }  # fmt: skip
 
 # Runs inside the old checkout: the batch's cases through this checkout's scorer.
