@@ -152,13 +152,17 @@ def test_help_and_version(flag: str) -> None:
     assert run("--version").stdout.startswith("shop-r1 ")
 
 
-# `name=value` in a fix that belongs to another tool (vLLM, Megatron, Ray, torch's TCPStore), not to `--set`
+# `name=value` in a fix that belongs to another tool (vLLM, Megatron, Ray, torch's TCPStore, a
+# grader's timeout), not to `--set`
 OTHER_TOOLS = {
     "attention_backend",
     "force_download",  # huggingface_hub's download and from_pretrained argument
     "gradient_accumulation_fusion",
     "include_dashboard",
+    "parsing_timeout",  # math-verify's parse()
     "pin_memory",  # torch DataLoader's argument
+    "timeout_seconds",  # math-verify's verify()
+    "use_signals",  # timeout_decorator's
     "use_libuv",
     "weights_only",  # torch.load's argument
 }
