@@ -134,8 +134,8 @@ def parse(lines: list[Line], where: str) -> Partial | None:
             pending = None
             continue
         printed = _PRINTED.search(text)
-        if printed and _printed_subject(printed) is not None:
-            pending = _printed_subject(printed)
+        if printed and (subject := _printed_subject(printed)) is not None:
+            pending = subject
             continue
         if not _PIP_TALK.search(text):
             _statements(out, text, line)

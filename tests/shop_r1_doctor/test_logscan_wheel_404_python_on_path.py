@@ -63,7 +63,7 @@ def test_no_python_on_the_launchers_path_is_the_wrong_interpreter(log):
     "log",
     [
         # python found, the script is what is missing
-        "python3: can't open file '/work/train.py': [Errno 2] No such file or directory",
+        "python3: can't open file '/home/u/train.py': [Errno 2] No such file or directory",
         "FileNotFoundError: [Errno 2] No such file or directory: 'python_data/train.json'",
         "FileNotFoundError: [Errno 2] No such file or directory: 'pythonw.cfg'",
         "bash: pythonx: command not found",
