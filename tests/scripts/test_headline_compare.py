@@ -44,18 +44,22 @@ def test_sft_rows_print_the_speedup_over_trl_defaults() -> None:
     assert _row(text, "SFT 1.5b auto-packed")[2:5] == ["40,432", "45674", "0.89"]
     assert "auto-packed / trl-default: 4.13x, real MFU 43.4%" in text
     now = headline.compare(BF16 / "headline_993be1b", "993be1b")
-    assert _row(now, "SFT 0.5b auto-packed")[2:5] == ["123,541", "123437", "1.00"]
+    assert _row(now, "SFT 0.5b auto-packed")[2:5] == ["123,541", "124191", "0.99"]
     assert "auto-packed / trl-default: 7.47x, real MFU 43.1%" in now
-    latest = headline.compare(ROOT / "benchmarks" / "results" / "h100_headline_b5f4a4a", "b5f4a4a")
-    assert _row(latest, "SFT 0.5b auto-packed")[2:5] == ["123,437", "123437", "1.00"]
-    assert _row(latest, "SFT 0.5b auto-rows")[2:5] == ["84,071", "84071", "1.00"]
-    assert "auto-packed / trl-default: 7.28x, real MFU 43.1%" in latest
+    older = headline.compare(ROOT / "benchmarks" / "results" / "h100_headline_b5f4a4a", "b5f4a4a")
+    assert _row(older, "SFT 0.5b auto-packed")[2:5] == ["123,437", "124191", "0.99"]
+    assert _row(older, "SFT 0.5b auto-rows")[2:5] == ["84,071", "87514", "0.96"]
+    assert "auto-packed / trl-default: 7.28x, real MFU 43.1%" in older
+    latest = headline.compare(ROOT / "benchmarks" / "results" / "h100_headline_8ff21d7", "8ff21d7")
+    assert _row(latest, "SFT 0.5b auto-packed")[2:5] == ["124,191", "124191", "1.00"]
+    assert _row(latest, "SFT 0.5b trl-default")[2:5] == ["16,511", "16511", "1.00"]
+    assert "auto-packed / trl-default: 7.52x, real MFU 43.4%" in latest
     assert "auto-packed / trl-default: 4.83x, real MFU 49.0%" in now
     warm = headline.compare(LATEST / "warm", "8630732")
-    assert _row(warm, "SFT 0.5b auto-packed")[2:5] == ["113,298", "123437", "0.92"]
+    assert _row(warm, "SFT 0.5b auto-packed")[2:5] == ["113,298", "124191", "0.91"]
     assert "auto-packed / trl-default: 6.86x, real MFU 39.6%" in warm
     cold = headline.compare(LATEST / "cold", "8630732")
-    assert _row(cold, "SFT 0.5b auto-packed")[2:5] == ["88,707", "123437", "0.72"]
+    assert _row(cold, "SFT 0.5b auto-packed")[2:5] == ["88,707", "124191", "0.71"]
 
 
 def _commands(monkeypatch, tmp_path, *argv: str) -> list[list[str]]:
