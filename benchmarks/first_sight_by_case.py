@@ -1,6 +1,6 @@
 """Score every held-out batch again, case by case, on the commit it was first scored on.
 
-    python benchmarks/first_sight_by_case.py [--batches 8 8b ...] [--out FILE]
+    python benchmarks/first_sight_by_case.py [--batches 8 8b ...] [--update] [--out FILE]
 
 The README quotes each held-out batch's first-sight figure as a count. This re-creates the
 case-by-case outcome behind each count: the batch's commit is checked out beside this one
@@ -38,6 +38,7 @@ FIRST_SIGHT = {
     "29c": "906f7bf", "30": "f110cf9", "30b": "f110cf9", "30c": "2411546", "31": "f110cf9",
     "31b": "e2c47ff", "31c": "b036606", "32": "08e3e97", "32b": "08e3e97", "32c": "08e3e97",
     "33": "cde26bd", "33b": "58550d7", "33c": "58550d7", "34": "f110e55", "34b": "f110e55", "34c": "f110e55",
+    "35": "8ff21d7", "35b": "8ff21d7", "36": "8ff21d7", "36b": "8ff21d7", "36c": "8ff21d7",
 }  # fmt: skip
 
 # Runs inside the old checkout: the batch's cases through this checkout's scorer.
@@ -96,12 +97,20 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--batches", nargs="*", default=list(FIRST_SIGHT))
     parser.add_argument("--out", type=Path, default=OUT)
+    parser.add_argument(
+        "--update",
+        action="store_true",
+        help="keep the other batches of --out as they are: score only --batches (a new batch)",
+    )
     args = parser.parse_args(argv)
     unknown = [b for b in args.batches if b not in FIRST_SIGHT]
     if unknown:
         print(f"--batches: no first-sight commit known for {', '.join(unknown)}", file=sys.stderr)
         return 2
     result: dict[str, dict] = {}
+    if args.update and args.out.exists():
+        kept = json.loads(args.out.read_text(encoding="utf-8"))["batches"]
+        result = {b: kept[b] for b in FIRST_SIGHT if b in kept and b not in args.batches}
     try:
         with tempfile.TemporaryDirectory(prefix="first_sight_") as tmp:
             for batch in args.batches:
@@ -112,6 +121,7 @@ def main(argv: list[str] | None = None) -> int:
                 print(f"batch {batch:>4} on {FIRST_SIGHT[batch]}: {hits}/{len(pos)}")
     finally:  # the checkouts' folders are gone: forget them
         subprocess.run(["git", "-C", str(ROOT), "worktree", "prune"], check=False)
+    result = {b: result[b] for b in FIRST_SIGHT if b in result}  # in the table's order
     doc = {"schema": "shop-r1.first-sight-by-case/1", "batches": result}
     pos = [c for b in result.values() for c in b["cases"] if c["expected"]]
     named = sum(c["hit"] for c in pos)
