@@ -24,6 +24,7 @@ from typing import Annotated, Any, Literal
 
 import msgspec
 
+from shop_r1_doctor import pip_offered
 from shop_r1_doctor.findings import Severity
 from shop_r1_doctor.schema import (
     Contract,
@@ -56,6 +57,16 @@ class Evidence(Contract, frozen=True):
     name: str = msgspec.field(name="id")
     pattern: re.Pattern[str]
     meaning: str
+    # a test a match must also pass, on its named groups, where a regex cannot decide
+    # (version order: pip_offered.TESTS); absent: the match alone is the evidence
+    holds: Literal["below_every_offered", "above_every_offered"] | None = None
+
+    def shown_in(self, text: str) -> re.Match[str] | None:
+        """The first match in `text` that shows this evidence."""
+        if self.holds is None:
+            return self.pattern.search(text)
+        test = pip_offered.TESTS[self.holds]
+        return next((m for m in self.pattern.finditer(text) if test(m)), None)
 
     def __post_init__(self) -> None:
         if not self.name.strip():
@@ -64,6 +75,10 @@ class Evidence(Contract, frozen=True):
         nonempty(self, "meaning")
         if not _EVIDENCE_NAME.fullmatch(self.name):
             raise FieldError("id", f"{self.name!r}: evidence names are lower_snake words")
+        if self.holds is not None and not {"req", "offered"} <= set(self.pattern.groupindex):
+            raise FieldError(
+                "pattern", f"{self.holds} reads the groups (?P<req>) and (?P<offered>)"
+            )
 
 
 class PrintedBy(Contract, frozen=True):
@@ -207,7 +222,7 @@ def find_evidence(text: str, evidence: tuple[Evidence, ...] | None = None) -> di
     """Evidence name -> the first text in `text` that shows it (for the report's 'why')."""
     found: dict[str, str] = {}
     for ev in evidence if evidence is not None else load_knowledge().evidence:
-        m = ev.pattern.search(text)
+        m = ev.shown_in(text)
         if m is not None:
             found[ev.name] = " ".join(m.group(0).split())[:80]
     return found
