@@ -176,16 +176,6 @@ def test_the_version_checks_not_found_keeps_the_specific_codes():
             "and do inference without vLLM.",
         ),
         (
-            "unsloth/models/_utils.py",
-            "ValueError: Unsloth: FP8 quantization is only supported on L4 and higher GPUs with "
-            "compute capability 8.9 or higher. You are using Tesla T4.",
-        ),
-        (
-            "unsloth/models/float8_training.py",
-            "RuntimeError: Unsloth: float8_training needs the model on an NVIDIA GPU with compute "
-            "capability 8.9+; the model is on NVIDIA A100-SXM4-40GB.",
-        ),
-        (
             "unsloth/utils/attention_dispatch.py",
             "RuntimeError: Unsloth: This model softcaps attention logits, which needs Flash "
             "Attention, but Tesla T4 cannot run it (compute capability below 8.0).",
@@ -195,6 +185,26 @@ def test_the_version_checks_not_found_keeps_the_specific_codes():
 )
 def test_a_gpu_refused_for_its_age_is_too_old_for_the_stack(frame, line):
     assert readings(raised(frame, line))[0] == ("GPU_TOO_OLD_FOR_STACK", "warning")
+
+
+@pytest.mark.parametrize(
+    "frame,line",
+    [
+        (
+            "unsloth/models/_utils.py",
+            "ValueError: Unsloth: FP8 quantization is only supported on L4 and higher GPUs with "
+            "compute capability 8.9 or higher. You are using Tesla T4.",
+        ),
+        (
+            "unsloth/models/float8_training.py",
+            "RuntimeError: Unsloth: float8_training needs the model on an NVIDIA GPU with compute "
+            "capability 8.9+; the model is on NVIDIA A100-SXM4-40GB.",
+        ),
+    ],
+    ids=["fp8-quantization", "float8-training"],
+)
+def test_fp8_refused_for_the_gpu_is_fp8_unsupported(frame, line):
+    assert readings(raised(frame, line))[0] == ("FP8_UNSUPPORTED_GPU", "error")
 
 
 @pytest.mark.parametrize(
