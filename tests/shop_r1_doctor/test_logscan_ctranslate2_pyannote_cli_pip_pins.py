@@ -150,6 +150,7 @@ def test_other_names_and_messages_are_not_a_missing_console_script(log):
         "Using VLLM0.7.2 server to start DeepSeek-R1 model on 8xNVIDIA-H200, there is a"
         " phenomenon of cuda out of memory and service shutting down.",
         "training crashes with cuda oom after 200 steps",
+        "WAN Training: CUDA OOM error using block swapping",
     ],
 )
 def test_cuda_out_of_memory_in_prose_is_a_hint(log):
@@ -164,6 +165,8 @@ def test_cuda_out_of_memory_in_prose_is_a_hint(log):
         "is there a way to run it without cuda out of memory",
         "it no longer hits cuda oom after the upgrade",
         "solved the cuda out of memory by lowering max_model_len",
+        "How do I stop CUDA OOM with long videos?",
+        "no CUDA OOM since block swapping",
     ],
 )
 def test_a_question_or_a_fix_about_cuda_memory_is_not_read(log):
