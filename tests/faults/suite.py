@@ -72,6 +72,7 @@ FAMILIES = (
     "disk_full_other_writers",
     "signal_deaths",
     "container_limits",
+    "spawn_main",
 )
 
 # Caused for real and scored once at first sight, not yet read for signatures: recorded and
