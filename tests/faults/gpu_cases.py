@@ -49,6 +49,11 @@ class GpuCase:
     # be run). A case none of whose globs matches anything is skipped.
     hide: tuple[str, ...] = ()
     timeout: float = 90.0
+    # When the log (and the recorded command) cannot tell the cause from another with the
+    # same words (torch's `No CUDA GPUs are available` for a missing device node as for an
+    # empty CUDA_VISIBLE_DEVICES), the hint it must lead with instead, never at error level;
+    # the figures still count it a miss (as tests/faults/case.py's FaultCase.log_reads_as)
+    log_reads_as: tuple[str, ...] = ()
 
     @property
     def id(self) -> str:
@@ -701,6 +706,8 @@ CASES = (
         " /dev/null bound over nvidia-modprobe where there is one: then"
         " torch.cuda.is_available() and one training step of a small MLP on cuda",
         hide=("/dev/nvidiactl", "null:/usr/bin/nvidia-modprobe"),
+        # its log is gpus_hidden_to_cuda's, word for word, and its command shows no container
+        log_reads_as=("CUDA_VISIBLE_DEVICES_HIDES_GPUS", "TORCH_CUDA_UNAVAILABLE"),
         timeout=30,
         batch=13,
     ),
