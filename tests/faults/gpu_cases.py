@@ -1,6 +1,7 @@
 """The GPU failures the project causes for real on an NVIDIA machine: what each case does,
 the codes naming its cause, and how it is launched (ranks, GPUs, a second process holding
-memory, a small `/dev/shm`, an address-space limit, its batch and timeout).
+memory, a small `/dev/shm`, an address-space limit, device files or libraries taken away
+in its own mount namespace, its batch and timeout).
 
 `tests/faults/gpu_faults.py` holds the drivers that cause them; `tests/faults/gpu_record.py`
 launches each and records what it printed.
@@ -38,7 +39,21 @@ class GpuCase:
     work_tmpfs_mib: float = 0
     # with work_tmpfs_mib: that tmpfs is mounted read-only (a cache shared `:ro`)
     work_readonly: bool = False
+    # paths the case's private mount namespace takes away, as a host or container that
+    # lacks them would (globs, resolved on the machine at launch: `{site}` is the
+    # site-packages holding torch, `{ldpath}` each LD_LIBRARY_PATH entry). A file or device
+    # node is left out of its directory (tests.faults.gpu_hide: a nodev tmpfs holding bind
+    # mounts of everything else replaces the directory, so a node the driver makes there
+    # again cannot be opened, as in a container); a directory is covered by an empty tmpfs;
+    # `null:` before a glob binds /dev/null over each match instead (a program there cannot
+    # be run). A case none of whose globs matches anything is skipped.
+    hide: tuple[str, ...] = ()
     timeout: float = 90.0
+    # When the log (and the recorded command) cannot tell the cause from another with the
+    # same words (torch's `No CUDA GPUs are available` for a missing device node as for an
+    # empty CUDA_VISIBLE_DEVICES), the hint it must lead with instead, never at error level;
+    # the figures still count it a miss (as tests/faults/case.py's FaultCase.log_reads_as)
+    log_reads_as: tuple[str, ...] = ()
 
     @property
     def id(self) -> str:
@@ -655,5 +670,141 @@ CASES = (
         " two-GPU machine), then a model's .to('cuda:1')",
         timeout=30,
         batch=11,
+    ),
+    # Batch 13: a broken host or container, made for real inside the case's own mount
+    # namespace (`hide`): nothing outside the case's process tree changes.
+    GpuCase(
+        "uvm_device_hidden",
+        ("CUDA_INIT_FAILED_HOST_STATE",),
+        "/dev/nvidia-uvm and /dev/nvidia-uvm-tools absent from the case's /dev (a nodev tmpfs"
+        " holding bind mounts of every other node: a node the driver makes again cannot be"
+        " opened), /dev/null bound over nvidia-modprobe where there is one (as after a driver"
+        " update or a resume that left nvidia_uvm unloaded): then torch.cuda.is_available() and"
+        " one training step of a small MLP on cuda",
+        hide=("/dev/nvidia-uvm*", "null:/usr/bin/nvidia-modprobe"),
+        timeout=30,
+        batch=13,
+    ),
+    GpuCase(
+        "gpu_device_node_hidden",
+        ("DOCKER_GPU_RUNTIME_MISSING", "TORCH_CUDA_UNAVAILABLE"),
+        "NVIDIA_VISIBLE_DEVICES=all with /dev/nvidia0 absent from the case's /dev (a nodev"
+        " tmpfs holding bind mounts of every other node: a container started without the GPU"
+        " passed), /dev/null bound over nvidia-modprobe where there is one: then"
+        " torch.cuda.is_available() and one training step of a small MLP on cuda",
+        env={"NVIDIA_VISIBLE_DEVICES": "all"},
+        hide=("/dev/nvidia[0-9]*", "null:/usr/bin/nvidia-modprobe"),
+        timeout=30,
+        batch=13,
+    ),
+    GpuCase(
+        "nvidiactl_hidden",
+        ("DOCKER_GPU_RUNTIME_MISSING", "TORCH_CUDA_UNAVAILABLE"),
+        "/dev/nvidiactl absent from the case's /dev (a nodev tmpfs holding bind mounts of every"
+        " other node), the GPU's own node and nvidia-uvm there (a container given the GPU with"
+        " --device /dev/nvidia0 but not the control device),"
+        " /dev/null bound over nvidia-modprobe where there is one: then"
+        " torch.cuda.is_available() and one training step of a small MLP on cuda",
+        hide=("/dev/nvidiactl", "null:/usr/bin/nvidia-modprobe"),
+        # its log is gpus_hidden_to_cuda's, word for word, and its command shows no container
+        log_reads_as=("CUDA_VISIBLE_DEVICES_HIDES_GPUS", "TORCH_CUDA_UNAVAILABLE"),
+        timeout=30,
+        batch=13,
+    ),
+    GpuCase(
+        "cublas_libs_hidden",
+        ("CUDA_RUNTIME_LIB_MISSING",),
+        "libcublas and libcublasLt absent from every directory torch's loader looks in (the"
+        " pip nvidia wheels' lib directory, the CUDA toolkit's, LD_LIBRARY_PATH's): then"
+        " `import torch` and one training step of a small MLP on cuda",
+        hide=(
+            "{site}/nvidia/*/lib/libcublas*.so*",
+            "/usr/local/cuda*/targets/*/lib/libcublas*.so*",
+            "/usr/lib/*-linux-gnu/libcublas*.so*",
+            "{ldpath}/libcublas*.so*",
+        ),
+        timeout=30,
+        batch=13,
+    ),
+    GpuCase(
+        "cudnn_sublibs_hidden",
+        ("CUDA_RUNTIME_LIB_MISSING",),
+        "cuDNN's sub-libraries (libcudnn_*.so: graph, engines, ops, cnn, adv, heuristic) absent"
+        " from the pip nvidia-cudnn wheel's lib directory and the system's (an image's apt"
+        " cuDNN), libcudnn.so.9 itself left in the wheel (a partial cuDNN): then one training"
+        " step of a small conv net on cuda",
+        hide=(
+            "{site}/nvidia/*/lib/libcudnn_*.so*",
+            "/usr/local/cuda*/targets/*/lib/libcudnn_*.so*",
+            "/usr/lib/*-linux-gnu/libcudnn_*.so*",
+            "{ldpath}/libcudnn_*.so*",
+        ),
+        timeout=45,
+        batch=13,
+    ),
+    GpuCase(
+        "nccl_lib_hidden",
+        ("CUDA_RUNTIME_LIB_MISSING",),
+        "libnccl absent from the pip nvidia-nccl wheel's lib directory, the system's (an image's"
+        " apt libnccl2) and LD_LIBRARY_PATH's:"
+        " one rank (RANK=0, WORLD_SIZE=1) of an NCCL job, init_process_group('nccl') and an"
+        " all_reduce on cuda:0",
+        env={
+            "NCCL_DEBUG": "WARN",
+            **{"RANK": "0", "LOCAL_RANK": "0", "WORLD_SIZE": "1"},
+            **{"MASTER_ADDR": "127.0.0.1", "MASTER_PORT": "29563"},
+        },
+        hide=(
+            "{site}/nvidia/*/lib/libnccl*.so*",
+            "/usr/lib/*-linux-gnu/libnccl*.so*",
+            "{ldpath}/libnccl*.so*",
+        ),
+        timeout=40,
+        batch=13,
+    ),
+    GpuCase(
+        "nvrtc_builtins_hidden",
+        ("CUDA_RUNTIME_LIB_MISSING",),
+        "libnvrtc-builtins absent (libnvrtc itself left) from the pip nvidia wheels' lib"
+        " directory, the CUDA toolkit's and LD_LIBRARY_PATH's: then a von Mises negative"
+        " log-likelihood on cuda (torch.special.i0e, a kernel torch's jiterator compiles with"
+        " NVRTC at first use) and its backward",
+        hide=(
+            "{site}/nvidia/*/lib/libnvrtc-builtins*.so*",
+            "/usr/local/cuda*/targets/*/lib/libnvrtc-builtins*.so*",
+            "/usr/lib/*-linux-gnu/libnvrtc-builtins*.so*",
+            "{ldpath}/libnvrtc-builtins*.so*",
+        ),
+        timeout=45,
+        batch=13,
+    ),
+    GpuCase(
+        "libcuda_stub_first",
+        ("CUDA_DRIVER_STUB_LOADED",),
+        "the CUDA toolkit's stub driver library (lib64/stubs/libcuda.so) linked as libcuda.so.1"
+        " into a directory put first on LD_LIBRARY_PATH: then torch.cuda.is_available() and one"
+        " training step of a small MLP on cuda",
+        timeout=30,
+        batch=13,
+    ),
+    GpuCase(
+        "triton_ptxas_hidden",
+        ("TRITON_PTXAS_NOT_FOUND",),
+        "Triton's bundled ptxas (triton/backends/nvidia/bin/ptxas*) absent, TRITON_PTXAS_PATH"
+        " unset, fresh Triton/Inductor caches (as a Triton build that ships no ptxas): then"
+        " torch.compile of a function on cuda tensors",
+        hide=("{site}/triton/backends/nvidia/bin/ptxas*",),
+        timeout=60,
+        batch=13,
+    ),
+    GpuCase(
+        "user_shape_bug_after_cpu_fallback",
+        (),
+        "the user's code on a host whose /dev/nvidia-uvm is absent (as uvm_device_hidden): the"
+        " script picks 'cpu' when torch.cuda.is_available() is False, then calls its"
+        " Linear(64, ...) model on a batch of 48 features (a shape mismatch on the CPU)",
+        hide=("/dev/nvidia-uvm*", "null:/usr/bin/nvidia-modprobe"),
+        timeout=30,
+        batch=13,
     ),
 )

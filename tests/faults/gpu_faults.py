@@ -1107,8 +1107,144 @@ def visible_devices_set_after_count(work: Path) -> None:
     print(model(torch.ones(2, 8, device="cuda:1")).sum().item(), flush=True)
 
 
+def _mlp_step_on_cuda() -> None:
+    """What a user's first GPU run does: check CUDA, then one training step on cuda."""
+    import torch
+
+    print(f"torch.cuda.is_available(): {torch.cuda.is_available()}", flush=True)
+    model = torch.nn.Sequential(
+        torch.nn.Linear(64, 128), torch.nn.ReLU(), torch.nn.Linear(128, 8)
+    ).to("cuda")
+    opt = torch.optim.AdamW(model.parameters(), lr=1e-3)
+    x = torch.randn(32, 64, device="cuda")
+    y = torch.randint(0, 8, (32,), device="cuda")
+    loss = torch.nn.functional.cross_entropy(model(x), y)
+    loss.backward()
+    opt.step()
+    print(f"one step on {torch.cuda.get_device_name(0)}: loss {loss.item():.4f}", flush=True)
+
+
+def train_step_on_cuda(work: Path) -> None:
+    _mlp_step_on_cuda()
+
+
+def uvm_device_hidden(work: Path) -> None:
+    _mlp_step_on_cuda()
+
+
+def gpu_device_node_hidden(work: Path) -> None:
+    _mlp_step_on_cuda()
+
+
+def nvidiactl_hidden(work: Path) -> None:
+    _mlp_step_on_cuda()
+
+
+def cublas_libs_hidden(work: Path) -> None:
+    _mlp_step_on_cuda()
+
+
+def cudnn_sublibs_hidden(work: Path) -> None:
+    import torch
+
+    model = torch.nn.Sequential(
+        torch.nn.Conv2d(3, 16, 3, padding=1),
+        torch.nn.ReLU(),
+        torch.nn.AdaptiveAvgPool2d(1),
+        torch.nn.Flatten(),
+        torch.nn.Linear(16, 10),
+    ).to("cuda")
+    opt = torch.optim.SGD(model.parameters(), lr=0.1)
+    x = torch.randn(8, 3, 32, 32, device="cuda")
+    y = torch.randint(0, 10, (8,), device="cuda")
+    loss = torch.nn.functional.cross_entropy(model(x), y)
+    loss.backward()
+    opt.step()
+    print(f"conv step: loss {loss.item():.4f}", flush=True)
+
+
+def nccl_lib_hidden(work: Path) -> None:
+    import torch
+    import torch.distributed as dist
+
+    torch.cuda.set_device(0)
+    dist.init_process_group("nccl")
+    t = torch.ones(1, device="cuda:0")
+    dist.all_reduce(t)
+    torch.cuda.synchronize()
+    print(f"all_reduce gave {t.item()}", flush=True)
+    dist.destroy_process_group()
+
+
+def nvrtc_builtins_hidden(work: Path) -> None:
+    import math
+
+    import torch
+
+    torch.manual_seed(0)
+    theta = torch.rand(256, device="cuda") * 2 * math.pi
+    mu = torch.zeros(1, device="cuda", requires_grad=True)
+    log_kappa = torch.zeros(1, device="cuda", requires_grad=True)
+    kappa = log_kappa.exp()
+    # log I0(kappa) = log(i0e(kappa)) + kappa: the von Mises normaliser
+    nll = -kappa * torch.cos(theta - mu) + torch.log(torch.special.i0e(kappa)) + kappa
+    loss = (nll + math.log(2 * math.pi)).mean()
+    loss.backward()
+    print(f"von Mises NLL {loss.item():.4f}, grad {log_kappa.grad.item():.4f}", flush=True)
+
+
+CUDA_STUB_GLOBS = (
+    "/usr/local/cuda*/targets/*/lib/stubs/libcuda.so",
+    "/usr/local/cuda*/lib64/stubs/libcuda.so",
+    "{site}/nvidia/*/lib/stubs/libcuda.so",
+)
+
+
+def libcuda_stub_first(work: Path) -> None:
+    import glob
+    import importlib.util
+
+    spec = importlib.util.find_spec("torch")
+    site = str(Path(next(iter(spec.submodule_search_locations or ["."]))).parent) if spec else ""
+    stubs = [m for g in CUDA_STUB_GLOBS for m in sorted(glob.glob(g.replace("{site}", site)))]
+    if not stubs:
+        sys.exit(f"no CUDA stub libcuda.so here ({', '.join(CUDA_STUB_GLOBS)})")
+    first = work / "cuda-stubs"
+    first.mkdir()
+    (first / "libcuda.so.1").symlink_to(stubs[0])
+    ld = [str(first), *(d for d in os.environ.get("LD_LIBRARY_PATH", "").split(os.pathsep) if d)]
+    env = {**os.environ, "LD_LIBRARY_PATH": os.pathsep.join(ld)}
+    argv = [sys.executable, "-m", "tests.faults.gpu_faults", "train_step_on_cuda", str(work)]
+    os.execve(sys.executable, argv, env)
+
+
+def triton_ptxas_hidden(work: Path) -> None:
+    os.environ.pop("TRITON_PTXAS_PATH", None)  # Triton's bundled one is the only ptxas
+    os.environ["TRITON_CACHE_DIR"] = str(work / "triton-cache")
+    os.environ["TORCHINDUCTOR_CACHE_DIR"] = str(work / "inductor-cache")
+    _compile_gelu_on_cuda()
+
+
+def user_shape_bug_after_cpu_fallback(work: Path) -> None:
+    import torch
+
+    device = "cuda" if torch.cuda.is_available() else "cpu"
+    print(f"training on {device}", flush=True)
+    model = torch.nn.Sequential(
+        torch.nn.Linear(64, 128), torch.nn.ReLU(), torch.nn.Linear(128, 8)
+    ).to(device)
+    x = torch.randn(32, 48, device=device)  # the bug: 48 features where the model takes 64
+    print(model(x).sum().item(), flush=True)
+
+
 # Drivers the cases start themselves (a first job, a second job's ranks), not cases.
-INNER = ("two_gpu_all_reduce", "hold_rank_gpu", "train_rank_step", "save_cuda_checkpoint")
+INNER = (
+    "two_gpu_all_reduce",
+    "hold_rank_gpu",
+    "train_rank_step",
+    "save_cuda_checkpoint",
+    "train_step_on_cuda",
+)
 
 
 def hold_memory(share: float) -> None:

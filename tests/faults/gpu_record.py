@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import argparse
 import concurrent.futures
+import glob
 import importlib.util
 import json
 import os
@@ -82,7 +83,61 @@ def skip_reason(
     missing = [m for m in case.needs if not can_import(m)]
     if missing:
         return f"needs {', '.join(missing)} (not importable here)"
+    if case.hide and not hidden_paths(case):
+        return f"nothing here matches what it hides ({', '.join(case.hide)})"
     return None
+
+
+def torch_site() -> str:
+    """The site-packages directory holding torch (where the pip nvidia-* and triton
+    packages sit beside it), found without importing torch."""
+    spec = importlib.util.find_spec("torch")
+    if spec is None or not spec.submodule_search_locations:
+        return ""
+    return str(Path(next(iter(spec.submodule_search_locations))).parent)
+
+
+def hidden_paths(
+    case: GpuCase, environ: Mapping[str, str] = os.environ, site: str | None = None
+) -> list[tuple[bool, str]]:
+    """What the case's `hide` globs match on this machine: (bind /dev/null over it, real
+    path), each once."""
+    site = torch_site() if site is None else site
+    ldpath = [d for d in environ.get("LD_LIBRARY_PATH", "").split(os.pathsep) if d]
+    found: dict[str, bool] = {}
+    for entry in case.hide:
+        null = entry.startswith("null:")
+        pattern = entry.removeprefix("null:")
+        if "{site}" in pattern and not site:
+            continue
+        patterns = [pattern.replace("{site}", site)]
+        if "{ldpath}" in pattern:
+            patterns = [p.replace("{ldpath}", d) for p in patterns for d in ldpath]
+        for p in patterns:
+            for match in sorted(glob.glob(p)):
+                # the directory's real path (a toolkit reached through /usr/local/cuda and
+                # /usr/local/cuda-13.0 is one), the entry's own name (a link is hidden too)
+                real = os.path.join(os.path.realpath(os.path.dirname(match)), Path(match).name)
+                found.setdefault(real, null)
+    return [(null, path) for path, null in found.items()]
+
+
+def hide_args(hidden: Sequence[tuple[bool, str]]) -> list[str]:
+    """tests.faults.gpu_hide's options taking the paths away: a file or device node
+    leaves its directory (--leave DIR NAMES), a directory gets an empty tmpfs (--empty),
+    a `null:` path gets /dev/null bound over it (--null)."""
+    args: list[str] = []
+    leave: dict[str, list[str]] = {}
+    for null, path in hidden:
+        if null:
+            args += ["--null", path]
+        elif os.path.isdir(path):
+            args += ["--empty", path]
+        else:
+            leave.setdefault(os.path.dirname(path), []).append(os.path.basename(path))
+    for directory, names in sorted(leave.items()):
+        args += ["--leave", directory, ",".join(sorted(names))]
+    return args
 
 
 def build_argv(case: GpuCase, workdir: Path, python: str = sys.executable) -> list[str]:
@@ -94,23 +149,31 @@ def build_argv(case: GpuCase, workdir: Path, python: str = sys.executable) -> li
         argv = [python, *driver]
     if case.vmem_kib:
         argv = ["bash", "-c", f'ulimit -v {case.vmem_kib} && exec "$@"', "bash", *argv]
+    if case.hide:
+        hide = [python, "-m", "tests.faults.gpu_hide", "--stage", str(workdir)]
+        argv = [*hide, *hide_args(hidden_paths(case)), "--", *argv]
     mounts = []
     if case.shm_mib:
         mounts.append(f"mount -t tmpfs -o size={case.shm_mib:g}m tmpfs /dev/shm")
     if case.work_tmpfs_mib:
         ro = "ro," if case.work_readonly else ""
         mounts.append(f"mount -t tmpfs -o {ro}size={case.work_tmpfs_mib:g}m tmpfs {workdir}")
+    private = ["unshare", "-m", "--propagation", "private"]
     if mounts:
         # A private mount namespace: the machine's own /dev/shm and /tmp stay as they are.
         mount = " && ".join([*mounts, 'exec "$@"'])
-        return ["unshare", "-m", "--propagation", "private", "sh", "-c", mount, "sh", *argv]
+        return [*private, "sh", "-c", mount, "sh", *argv]
+    if case.hide:
+        return [*private, *argv]
     return argv
 
 
 def command_line(case: GpuCase, argv: Sequence[str], workdir: Path) -> str:
     """The recorded command: the case's environment, then argv, as a shell would take it."""
-    py = argv.index(sys.executable) if sys.executable in argv else 0
-    words = ["python" if i == py else a.replace(str(workdir), SCRATCH) for i, a in enumerate(argv)]
+    words = [a.replace(str(workdir), SCRATCH) for a in argv]
+    pythons = [i for i, a in enumerate(argv) if a == sys.executable] or [0]
+    for i in pythons:  # the case's interpreter, and the hiding helper's before it
+        words[i] = "python"
     env = [f"{k}={shlex.quote(v)}" for k, v in sorted(case.env.items())]
     return " ".join([*env, shlex.join(words)])
 

@@ -3,6 +3,7 @@ hang ends, and that what it writes is the corpus's recording format."""
 
 from __future__ import annotations
 
+import dataclasses
 import os
 import subprocess
 import sys
@@ -220,6 +221,114 @@ def test_a_work_tmpfs_case_mounts_its_own_work_directory():
     assert argv[6] == f'mount -t tmpfs -o size=8m tmpfs {work} && exec "$@"'
     assert argv[8:12] == ["py", "-m", "tests.faults.gpu_faults", case.name]
     assert gpu_record.command_line(case, argv, work).count(gpu_record.SCRATCH) == 2
+
+
+def _hiding_tree(root: Path) -> None:
+    """A library directory, a tool and a cache as the hide cases meet them."""
+    (root / "lib").mkdir()
+    (root / "lib" / "libfoo.so.13").write_text("foo")
+    (root / "lib" / "libfoo.so").symlink_to("libfoo.so.13")
+    (root / "lib" / "libbar.so.13").write_text("bar")
+    (root / "lib" / "sub").mkdir()
+    (root / "lib" / "sub" / "kept").write_text("kept")
+    (root / "lib" / "rel").symlink_to("libbar.so.13")
+    (root / "bin").mkdir()
+    (root / "bin" / "tool").write_text("#!/bin/sh\necho ran\n")
+    (root / "bin" / "tool").chmod(0o755)
+    (root / "cache").mkdir()
+    (root / "cache" / "entry").write_text("cached")
+    (root / "cuda-13.0" / "lib").mkdir(parents=True)
+    (root / "cuda-13.0" / "lib" / "libfoo.so.13").write_text("toolkit foo")
+    (root / "cuda").symlink_to("cuda-13.0")
+
+
+def test_hide_globs_resolve_site_ldpath_and_each_directory_once(tmp_path):
+    _hiding_tree(tmp_path)
+    case = dataclasses.replace(
+        BY_NAME["cublas_libs_hidden"],
+        hide=(
+            "{site}/lib/libfoo*",
+            "{ldpath}/libfoo*",
+            f"{tmp_path}/cuda*/lib/libfoo*",
+            f"null:{tmp_path}/bin/tool",
+            f"{tmp_path}/cache",
+            "{site}/nothing-here*",
+        ),
+    )
+    ldpath = {"LD_LIBRARY_PATH": f"{tmp_path}/cuda/lib::/nonexistent"}
+    found = gpu_record.hidden_paths(case, ldpath, site=str(tmp_path))
+    assert found == [
+        (False, f"{tmp_path}/lib/libfoo.so"),
+        (False, f"{tmp_path}/lib/libfoo.so.13"),
+        (False, f"{tmp_path}/cuda-13.0/lib/libfoo.so.13"),  # through cuda/ and cuda-13.0/: once
+        (True, f"{tmp_path}/bin/tool"),
+        (False, f"{tmp_path}/cache"),
+    ]
+    assert gpu_record.hide_args(found) == [
+        "--null", f"{tmp_path}/bin/tool",
+        "--empty", f"{tmp_path}/cache",
+        "--leave", f"{tmp_path}/cuda-13.0/lib", "libfoo.so.13",
+        "--leave", f"{tmp_path}/lib", "libfoo.so,libfoo.so.13",
+    ]  # fmt: skip
+
+
+def test_a_case_hiding_what_this_machine_lacks_is_skipped(tmp_path):
+    case = dataclasses.replace(BY_NAME["uvm_device_hidden"], hide=(f"{tmp_path}/nvidia-uvm*",))
+    assert gpu_record.skip_reason(case, 1) == (
+        f"nothing here matches what it hides ({tmp_path}/nvidia-uvm*)"
+    )
+    (tmp_path / "nvidia-uvm").write_text("")
+    assert gpu_record.skip_reason(case, 1) is None
+
+
+def _namespace_works() -> bool:
+    try:
+        probe = ["unshare", "-m", "--propagation", "private", "mount", "-t", "tmpfs", "t", "/mnt"]
+        return subprocess.run(probe, capture_output=True, timeout=20).returncode == 0
+    except (OSError, subprocess.TimeoutExpired):
+        return False
+
+
+@pytest.mark.skipif(not _namespace_works(), reason="no private mount namespace here (needs root)")
+def test_hidden_paths_are_gone_inside_the_case_and_untouched_outside(tmp_path):
+    _hiding_tree(tmp_path)
+    work = tmp_path / "work"
+    work.mkdir()
+    case = dataclasses.replace(
+        BY_NAME["cublas_libs_hidden"],
+        hide=(f"{tmp_path}/lib/libfoo*", f"null:{tmp_path}/bin/tool", f"{tmp_path}/cache"),
+    )
+    argv = gpu_record.build_argv(case, work, python=sys.executable)
+    assert argv[:8] == [
+        "unshare", "-m", "--propagation", "private",
+        sys.executable, "-m", "tests.faults.gpu_hide", "--stage",
+    ]  # fmt: skip
+    assert argv[-4:] == ["-m", "tests.faults.gpu_faults", case.name, str(work)]
+    assert gpu_record.command_line(case, argv, work).startswith(
+        "unshare -m --propagation private python -m tests.faults.gpu_hide --stage"
+        f" {gpu_record.SCRATCH} --null"
+    )
+    lib = tmp_path / "lib"
+    look = (
+        f"ls -A {lib}; cat {lib}/libbar.so.13 {lib}/sub/kept {lib}/rel; echo;"
+        f" {tmp_path}/bin/tool || echo tool-not-run; ls -A {tmp_path}/cache;"
+        f" mknod {lib}/made c 1 3 && (cat {lib}/made || echo made-not-opened); echo end"
+    )
+    inside = [*argv[: argv.index("--") + 1], "sh", "-c", look]
+    env = {**os.environ, "PYTHONPATH": str(gpu_record.ROOT)}
+    proc = subprocess.run(inside, capture_output=True, text=True, cwd=gpu_record.ROOT, env=env)
+    assert proc.returncode == 0, proc.stderr
+    # the hidden library gone, the rest readable (a link too), the tool not run, the cache
+    # empty, and a node made there again cannot be opened (nodev)
+    seen = ["libbar.so.13", "rel", "sub", "barkeptbar", "tool-not-run", "made-not-opened", "end"]
+    assert proc.stdout.split() == seen
+    # outside the namespace nothing changed
+    assert sorted(p.name for p in lib.iterdir()) == [
+        "libbar.so.13", "libfoo.so", "libfoo.so.13", "rel", "sub"
+    ]  # fmt: skip
+    assert (tmp_path / "cache" / "entry").read_text() == "cached"
+    ran = subprocess.run([str(tmp_path / "bin" / "tool")], capture_output=True, text=True)
+    assert ran.stdout == "ran\n"
 
 
 def test_a_user_bug_recording_passes_with_no_cause_and_fails_with_an_error_claim(tmp_path):

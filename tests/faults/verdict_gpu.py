@@ -2,7 +2,10 @@
 
 from __future__ import annotations
 
+from .gpu_cases import CASES
 from .suite import Recording
+
+CASES_BY_NAME = {c.name: c for c in CASES}
 
 
 def check_gpu_diagnosis(rec: Recording) -> None:
@@ -23,6 +26,13 @@ def check_gpu_diagnosis(rec: Recording) -> None:
         catalog = load_codes()
         errors = [c.code for c in causes if c.code not in catalog or c.severity == "error"]
         assert not errors, f"{where}: a user bug reported as {errors}"
+        return
+    reads_as = CASES_BY_NAME[rec.case].log_reads_as if rec.case in CASES_BY_NAME else ()
+    if reads_as:  # the log cannot tell this cause from another: the hint, never an error
+        assert named and named[0] in reads_as, (
+            f"{where}: leads with {named[:1]}, the log reads as {list(reads_as)}"
+        )
+        assert causes[0].severity != "error", f"{where}: {named[0]} claimed at error level"
         return
     assert named, f"{where}: no cause named; expected {list(rec.expected)}"
     assert named[0] in rec.expected, (
