@@ -73,6 +73,7 @@ FAMILIES = (
     "signal_deaths",
     "container_limits",
     "spawn_main",
+    "openmp_duplicate",
 )
 
 # Caused for real and scored once at first sight, not yet read for signatures: recorded and
