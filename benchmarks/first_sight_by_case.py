@@ -40,7 +40,7 @@ FIRST_SIGHT = {
     "33": "cde26bd", "33b": "58550d7", "33c": "58550d7", "34": "f110e55", "34b": "f110e55", "34c": "f110e55",
     "35": "8ff21d7", "35b": "8ff21d7", "35c": "8ff21d7", "36": "8ff21d7", "36b": "8ff21d7", "36c": "8ff21d7",
     "37": "215461f", "37b": "215461f", "37c": "215461f", "38": "6c73aa8", "38b": "6c73aa8", "38c": "6c73aa8",
-    "39": "a5d5a0d", "39b": "a5d5a0d", "39c": "6d17581", "40b": "e89a6e3", "40c": "95f9428",
+    "39": "a5d5a0d", "39b": "a5d5a0d", "39c": "6d17581", "40": "b6228b0", "40b": "e89a6e3", "40c": "95f9428",
 }  # fmt: skip
 
 # Runs inside the old checkout: the batch's cases through this checkout's scorer.
