@@ -159,6 +159,8 @@ OTHER_TOOLS = {
     "force_download",  # huggingface_hub's download and from_pretrained argument
     "gradient_accumulation_fusion",
     "include_dashboard",
+    "local_dir",  # huggingface_hub's snapshot_download / hf_hub_download argument
+    "num_workers",  # torch DataLoader's argument
     "parsing_timeout",  # math-verify's parse()
     "pin_memory",  # torch DataLoader's argument
     "timeout_seconds",  # math-verify's verify()
