@@ -1,9 +1,11 @@
 """What reporters write about their machine by hand: issue-template answers
 (`### Pytorch version` then `2.7.0+cu128`; headings worded as questions or naming two
 subjects, `**Which operating system?**`, `### Operating System & CPU Architecture`; the
-form's own `Example: ...` placeholder is skipped), `Key: value` lines (`Torch: 2.0.1+cu117`,
-`Driver Version: 550.54.15`), and sentences (`python3.10+cuda11.6+torch2.0.0`,
-`my GPU is 8*Tesla V100`).
+form's own `Example: ...` placeholder is skipped; a checkbox answer is its ticked box, as
+WSL's form asks `### Are you using WSL 1 or WSL 2?` then `- [X] WSL 2`), `Key: value` lines
+in any case and markdown (`Torch: 2.0.1+cu117`, `Driver Version: 550.54.15`,
+`operation system version: centos_7_9_x64`, `**Platform:** win32`), and sentences
+(`python3.10+cuda11.6+torch2.0.0`, `my GPU is 8*Tesla V100`).
 
 Only statements that name their subject and give a version or a GPU model are read, so
 what a reporter leaves out stays unknown; an ambiguous number stays unread (`cuda11.6` in
@@ -19,7 +21,7 @@ from typing import Any
 
 from shop_r1_doctor.hardware import gpu_info
 from shop_r1_doctor.ingest._common import Line, Partial, is_unknown
-from shop_r1_doctor.ingest.platform_text import host_from_os
+from shop_r1_doctor.ingest.platform_text import host_from_os, host_from_platform
 
 _VERSION = r"v?(?P<version>\d+\.\d+(?:\.\d+)?(?:(?:a|b|rc|\.dev|\.post)\d+)?)"
 # torch's local tags that say what it was built for; anything else after `+` is prose
@@ -67,7 +69,9 @@ _PACKAGE = re.compile(
     + r"(?![\w.])"
 )
 _DRIVER = re.compile(r"(?i)\bDriver Version\s*:\s*(?P<driver>\d{3}\.\d+(?:\.\d+)?)")
-_DRIVER_CUDA = re.compile(r"(?i)\bCUDA Version\s*:\s*(?P<cuda>\d{2}\.\d)\b")
+# `CUDA Version: 12.2`, `cuda version:  12.2`, `cuda version11.8`: whose CUDA it is, the line
+# does not say (below)
+_DRIVER_CUDA = re.compile(r"(?i)\bCUDA\s*Version\s*[:：]?\s*(?P<cuda>\d{2}\.\d)\b")
 # GPU models as people write them: `RTX 4090`, `GeForce GTX 1080 Ti`, `5070ti`, `RTX A6000`,
 # `Tesla V100`, `TeslsV100`, `A100-SXM4-80GB`, `H100`, `TITAN Xp`
 _GPU = re.compile(
@@ -91,7 +95,16 @@ _ANSWER_KEYS = {
     "gpu": "gpu",
     "gpus": "gpu",
     "gpu model": "gpu",
+    # the Linux of a WSL form (microsoft/WSL's `### Distro Version`)
+    "distro": "os",
+    "distro version": "os",
 }
+# `### Are you using WSL 1 or WSL 2?` asks which WSL; `### WSL Version` asks for the WSL
+# package's version (`2.0.9.0`), which says nothing of the distro's WSL
+_WSL_QUESTION = re.compile(r"(?i)\bWSL\s*[12]\s+or\s+WSL\s*[12]\b")
+_WSL_ANSWER = re.compile(r"(?i)^(?:WSL\s*)?(?P<wsl>[12])$")
+# an issue form's checkbox answers, as GitHub renders them: `- [X] WSL 2`, `- [ ] WSL 1`
+_CHECKBOX = re.compile(r"^[-*]\s*\[(?P<mark>[ xX])\]\s*(?P<label>.+)$")
 # issue forms word headings as questions (`**Which operating system?**`) or join two
 # subjects (`### Operating System & CPU Architecture`): the subject is the first one
 _QUESTION = re.compile(r"(?i)^(?:which|what)(?:\s+is)?(?:\s+(?:the|your))?\s+")
@@ -110,29 +123,45 @@ _PIP_TALK = re.compile(
     r"|^\s*Downloading\b|Could not find a version|from versions:|No matching distribution"
     r"|\bconflict|\bincompatible\b|Would install|^\s*Installing collected"
 )
-_OS_LINE = re.compile(
-    r"(?i)^\s*(?:[-*]\s*)?\**(?:os|operating system)\**\s*:\s*\**(?P<value>[^*]+?)\**\s*$"
+# `OS: Ubuntu 22.04`, `- **OS**: Windows 11`, `operation system version: centos_7_9_x64`,
+# `**Platform:** win32` (markdown's `**` is dropped before this is matched)
+_KEY_LINE = re.compile(
+    r"^\s*(?:[-*]\s*)?(?P<key>[A-Za-z][A-Za-z ]{0,40}?)\s*[:：]\s*(?P<value>.+?)\s*$"
 )
+_OS_KEY = re.compile(
+    r"(?i)^(?:os|operating\s*system|operation\s*system)(?:\s+(?:version|release))?$"
+)
+# sys.platform's values for the three systems the checks know
+_SYS_PLATFORM = {"linux": "linux", "win32": "windows", "darwin": "darwin"}
 
 
 def parse(lines: list[Line], where: str) -> Partial | None:
     del where  # the reporter's words are read, never refused: nothing here is malformed
     out = Partial("prose")
     pending: str | None = None  # the subject of a heading whose answer comes next
+    boxes = False  # the answer is a list of checkboxes: only a ticked one answers
     for line in lines:
         text = line.text.strip()
         if not text:
             continue
         heading = _HEADING.match(text)
         if heading and _subject(heading.group("key")) is not None:
-            pending = _subject(heading.group("key"))
+            pending, boxes = _subject(heading.group("key")), False
             continue
         if _PLACEHOLDER.match(text):
             continue
         if pending is not None:
-            _answer(out, pending, text, line)
-            pending = None
-            continue
+            box = _CHECKBOX.match(text)
+            if box is not None:
+                if box.group("mark") != " ":
+                    _answer(out, pending, box.group("label").strip(), line)
+                boxes = True
+                continue
+            if not boxes:
+                _answer(out, pending, text, line)
+                pending = None
+                continue
+            pending = None  # the boxes ended: this line is read as any other
         printed = _PRINTED.search(text)
         if printed and (subject := _printed_subject(printed)) is not None:
             pending = subject
@@ -145,6 +174,8 @@ def parse(lines: list[Line], where: str) -> Partial | None:
 def _subject(key: str) -> str | None:
     """What a heading asks for: `Which operating system?` and `Operating System & CPU
     Architecture` both ask for the OS."""
+    if _WSL_QUESTION.search(key):
+        return "wsl"
     asked = _QUESTION.sub("", key.strip().rstrip("?").strip())
     return _ANSWER_KEYS.get(_JOINED.split(asked)[0].strip().lower())
 
@@ -177,15 +208,20 @@ def _answer(out: Partial, subject: str, text: str, line: Line) -> None:
         if m:
             _python(out, m.group(1), line)
     elif subject == "os":
-        _host(out, text, line)
+        _host(out, host_from_os(text.strip("`")), line)
     elif subject == "gpu":
         _statements(out, text, line)  # `Nvidia RTX 4090 24GB *2`: the models it names
+    elif subject == "wsl" and (m := _WSL_ANSWER.match(text)):
+        # a WSL distro is Linux, as the live probe records it (os linux, wsl 1/2)
+        _host(out, {"os": "linux", "wsl": int(m.group("wsl"))}, line)
 
 
 def _statements(out: Partial, text: str, line: Line) -> None:
-    os_line = _OS_LINE.match(text)
-    if os_line and not is_unknown(os_line.group("value")):
-        _host(out, os_line.group("value"), line)
+    # markdown's bold and code marks: `**Platform:** win32`, `**`datasets` version:** 4.5.0`
+    text = text.replace("**", "").replace("`", "")
+    key_line = _KEY_LINE.match(text)
+    if key_line and not is_unknown(key_line.group("value")):
+        _key_value(out, key_line.group("key"), key_line.group("value"), line)
     for m in _TORCH.finditer(text):
         _torch(out, m, line)
     for m in _PYTHON.finditer(text):
@@ -209,6 +245,16 @@ def _statements(out: Partial, text: str, line: Line) -> None:
             _gpu(out, name, line)
 
 
+def _key_value(out: Partial, key: str, value: str, line: Line) -> None:
+    """`OS: ...` / `operation system version: ...` (an OS named, not a bare build number)
+    and `Platform: ...` as sys.platform (`win32`) or platform.platform() prints it."""
+    if _OS_KEY.match(key.strip()) and re.match(r"[A-Za-z]", value):
+        _host(out, host_from_os(value), line)
+    elif key.strip().lower() == "platform":
+        system = _SYS_PLATFORM.get(value.lower())
+        _host(out, {"os": system} if system else host_from_platform(value), line)
+
+
 def _torch(out: Partial, m: re.Match[str], line: Line) -> None:
     # the version as written, local tag included: the checks read the wheel's CUDA from it
     out.package("torch", m.group("version") + (m.group("local") or ""), line.number)
@@ -219,8 +265,7 @@ def _python(out: Partial, version: str, line: Line) -> None:
     out.lines.append(line.number)
 
 
-def _host(out: Partial, value: str, line: Line) -> None:
-    host = host_from_os(value.strip("`"))
+def _host(out: Partial, host: dict[str, Any], line: Line) -> None:
     if host:
         section = out.section("host")
         for key, val in host.items():

@@ -235,3 +235,106 @@ def test_versions_stated_in_chinese_are_read():
     snap = snapshot_from_dump("torch版本2.1 python版本3.8\n", "t")
     assert snap["packages"] == {"torch": {"version": "2.1"}}
     assert snap["host"]["python"]["version"] == "3.8"
+
+
+# microsoft/WSL's issue form: the Windows build and the WSL package's version say nothing
+# of the distro's WSL; the ticked box and the distro do
+WSL_FORM = """### Windows Version
+
+Microsoft Windows [Version 10.0.19045.3570]
+
+### WSL Version
+
+2.0.9.0
+
+### Are you using WSL 1 or WSL 2?
+
+- [{one}] WSL 2
+- [{two}] WSL 1
+
+### Distro Version
+
+Ubuntu 22.04
+"""
+
+
+@pytest.mark.parametrize(("one", "two", "wsl"), [("X", " ", 2), (" ", "x", 1)])
+def test_a_wsl_forms_ticked_box_and_distro_are_read(one, two, wsl):
+    host = snapshot_from_dump(WSL_FORM.format(one=one, two=two), "t")["host"]
+    assert host == {"os": "linux", "wsl": wsl, "os_release": "Ubuntu 22.04"}
+    assert snapshot_from_dump("### WSL 1 or WSL 2?\n\nWSL2\n", "t")["host"]["wsl"] == 2
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "### WSL Version\n\n2.0.9.0\n",  # the WSL package's version, not WSL 2
+        "### Windows Version\n\nMicrosoft Windows [Version 10.0.19045.3570]\n",
+        "### Are you using WSL 1 or WSL 2?\n\n- [ ] WSL 2\n- [ ] WSL 1\n",  # nothing ticked
+        "### WSL 1 or WSL 2?\n\n2.0.9.0\n",  # answered with the package's version
+    ],
+)
+def test_what_a_wsl_form_leaves_unsaid_is_not_read(text):
+    with pytest.raises(DumpError, match="no environment dump recognised"):
+        snapshot_from_dump(text, "t")
+
+
+@pytest.mark.parametrize(
+    ("text", "host"),
+    [
+        (
+            "operation system version: centos_7_9_x64\n",
+            {"os": "linux", "os_release": "centos_7_9_x64"},
+        ),
+        ("* **OS:** Ubuntu 20.04 LTS\n", {"os": "linux", "os_release": "Ubuntu 20.04 LTS"}),
+        ("**Platform:** win32\n", {"os": "windows"}),  # sys.platform's values
+        ("platform: Darwin\n", {"os": "darwin"}),
+        ("- Platform: Windows-10-10.0.19045-SP0\n", {"os": "windows"}),  # platform.platform()
+    ],
+)
+def test_the_os_is_read_from_key_value_lines_in_any_case_and_markup(text, host):
+    assert snapshot_from_dump(text, "t")["host"] == host
+
+
+def test_versions_under_bold_and_code_marked_keys_are_read():
+    text = "* **PyTorch:** 2.4.1+cu121\n* **`datasets` version:** 4.5.0\n* **Python:** 3.8.20\n"
+    snap = snapshot_from_dump(text, "t")
+    assert snap["packages"] == {
+        "torch": {"version": "2.4.1+cu121"},
+        "datasets": {"version": "4.5.0"},
+    }
+    assert snap["host"]["python"]["version"] == "3.8"
+
+
+def test_a_cuda_version_in_any_spacing_is_the_drivers_beside_the_driver_version():
+    for text in (
+        "driver version: 535.104.05\ncuda version:  12.2\n",
+        "driver version:535.104.05 cuda version12.2",
+    ):
+        driver = snapshot_from_dump(text, "t")["driver"]
+        assert driver == {"version": "535.104.05", "cuda_version": "12.2"}
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        # whose CUDA (the driver's, the toolkit's, torch's wheel's) the line does not say
+        "cuda version11.8\n",
+        "cuda version:  12.2\n",
+        "OS version: 10.0.19045\n",  # a build number names no OS
+        "**Platform:** Hugging Face Space\n",  # neither sys.platform nor platform.platform()
+        "**Version:** ('2.2.2', 'stable')\n",  # names no package
+        "Linux + Nvidia\n",  # no key, no version
+        "### Backend\n\nHugging Face Space/Endpoints\n",  # a form's question about no fact kept
+        "I get hipErrorNoBinaryForGpu even with torch* set to +rocm5.2\n",  # no torch version
+    ],
+)
+def test_key_value_lines_that_state_no_kept_fact_are_not_read(text):
+    with pytest.raises(DumpError, match="no environment dump recognised"):
+        snapshot_from_dump(text, "t")
+
+
+def test_a_line_after_unticked_boxes_is_no_answer_to_their_heading():
+    text = "### OS\n\n- [ ] Windows\n- [ ] Linux\nI think it is the driver\n"
+    with pytest.raises(DumpError, match="no environment dump recognised"):
+        snapshot_from_dump(text, "t")
