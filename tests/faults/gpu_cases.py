@@ -810,55 +810,6 @@ CASES = (
         batch=13,
     ),
     GpuCase(
-        "cudnn_other_release_first",
-        ("CUDNN_RUNTIME_MISMATCH",),
-        "a directory holding links to another cuDNN 9 release's libraries (the image's apt"
-        " cuDNN, whose libcudnn.so.9.x.y differs from the pip nvidia-cudnn wheel torch pins)"
-        " put first on LD_LIBRARY_PATH: then one training step of a small conv net on cuda"
-        " (forward and backward through cuDNN)",
-        timeout=45,
-        batch=14,
-    ),
-    GpuCase(
-        "cudnn_wheel_hidden_other_release_left",
-        ("CUDNN_RUNTIME_MISMATCH",),
-        "every libcudnn*.so* absent from the pip nvidia-cudnn wheel's lib directory, another"
-        " cuDNN 9 release (the image's apt cuDNN, a different libcudnn.so.9.x.y) left visible"
-        " in the system's: then one training step of a small conv net on cuda",
-        hide=("{site}/nvidia/*/lib/libcudnn*.so*",),
-        timeout=45,
-        batch=14,
-    ),
-    GpuCase(
-        "cudnn_sublibs_other_release",
-        ("CUDNN_RUNTIME_MISMATCH",),
-        "cuDNN's sub-libraries (libcudnn_*.so) absent from the pip nvidia-cudnn wheel's lib"
-        " directory, its libcudnn.so.9 left there, another release's sub-libraries (the"
-        " image's apt cuDNN, a different libcudnn.so.9.x.y) left visible in the system's: then"
-        " one training step of a small conv net on cuda",
-        hide=("{site}/nvidia/*/lib/libcudnn_*.so*",),
-        timeout=45,
-        batch=14,
-    ),
-    GpuCase(
-        "nvjitlink_other_release_first",
-        ("EXT_NATIVE_LIB_UNDEFINED_SYMBOL",),
-        "a directory holding a link libnvJitLink.so.13 to the CUDA toolkit's libnvJitLink (a"
-        " release other than the pip nvidia-nvjitlink wheel beside torch's cuSPARSE) put first"
-        " on LD_LIBRARY_PATH: then a sparse CSR matrix times a dense one on cuda (cuSPARSE)",
-        timeout=45,
-        batch=14,
-    ),
-    GpuCase(
-        "cublaslt_other_release_first",
-        ("EXT_NATIVE_LIB_UNDEFINED_SYMBOL",),
-        "a directory holding a link libcublasLt.so.13 to the CUDA toolkit's libcublasLt (a"
-        " release other than the pip nvidia-cublas wheel's libcublas beside it) put first on"
-        " LD_LIBRARY_PATH: then one training step of a small MLP on cuda (cuBLAS matmuls)",
-        timeout=45,
-        batch=14,
-    ),
-    GpuCase(
         "triton_cache_noexec",
         ("TMP_DIR_NOEXEC",),
         "TRITON_CACHE_DIR on a 256 MiB tmpfs mounted noexec (the case's work directory), a"

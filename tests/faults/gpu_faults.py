@@ -1145,11 +1145,6 @@ def cublas_libs_hidden(work: Path) -> None:
 
 
 def cudnn_sublibs_hidden(work: Path) -> None:
-    conv_step_on_cuda(work)
-
-
-def conv_step_on_cuda(work: Path) -> None:
-    """One training step of a small conv net on cuda (cuDNN forward and backward)."""
     import torch
 
     model = torch.nn.Sequential(
@@ -1242,140 +1237,6 @@ def user_shape_bug_after_cpu_fallback(work: Path) -> None:
     print(model(x).sum().item(), flush=True)
 
 
-def _skip(why: str) -> None:
-    """The machine has nothing this case needs: say so and end cleanly (nothing recorded
-    is a failure)."""
-    print(f"SKIP: {why}", flush=True)
-    sys.exit(0)
-
-
-def _torch_site() -> str:
-    import importlib.util
-
-    spec = importlib.util.find_spec("torch")
-    return str(Path(next(iter(spec.submodule_search_locations or ["."]))).parent) if spec else ""
-
-
-def _dist_version(*dists: str) -> str:
-    """The installed version of the first of `dists` (the pip nvidia-* wheel torch pins)."""
-    import importlib.metadata
-
-    for dist in dists:
-        try:
-            return importlib.metadata.version(dist)
-        except importlib.metadata.PackageNotFoundError:
-            continue
-    return ""
-
-
-def _file_version(path: str, stem: str) -> str:
-    """`9.14.0` from a link to libcudnn.so.9.14.0 (stem `libcudnn.so`), '' without one."""
-    name = Path(os.path.realpath(path)).name
-    return name.removeprefix(stem + ".") if name.startswith(stem + ".") else ""
-
-
-def _same_release(a: str, b: str) -> bool:
-    return a.split(".")[:3] == b.split(".")[:3]
-
-
-def _other_release(
-    stem: str, dirs: tuple[str, ...], dists: tuple[str, ...]
-) -> tuple[str, str, str]:
-    """A copy of `stem` (libcudnn.so) outside torch's site-packages whose file names a
-    release other than the pip wheel's, of the same major: (path, its version, the wheel's).
-    Skips the case when the wheel or such a copy is not here."""
-    import glob
-
-    pinned = _dist_version(*dists)
-    if not pinned:
-        _skip(f"none of {', '.join(dists)} is installed: no pip copy of {stem} to differ from")
-    site = os.path.realpath(_torch_site())
-    seen = []
-    for d in dirs:
-        for match in sorted(glob.glob(os.path.join(d, stem + ".*"))):
-            real = os.path.realpath(match)
-            if real.startswith(site + os.sep) or real in seen:
-                continue
-            seen.append(real)
-            found = _file_version(real, stem)
-            if found and found.split(".")[0] == pinned.split(".")[0]:
-                if not _same_release(found, pinned):
-                    return real, found, pinned
-    _skip(
-        f"no {stem} of another release than the wheel's {pinned} outside {site}"
-        f" (looked in {', '.join(dirs)}: {', '.join(seen) or 'nothing'})"
-    )
-    raise AssertionError  # _skip exits
-
-
-SYSTEM_LIB_DIRS = (
-    "/usr/lib/*-linux-gnu",
-    "/usr/lib64",
-    "/usr/local/cuda*/targets/*/lib",
-    "/usr/local/cuda*/lib64",
-)
-CUDNN_DISTS = ("nvidia-cudnn-cu13", "nvidia-cudnn-cu12")
-
-
-def _exec_with_first(work: Path, first: Path, inner: str) -> None:
-    """Run the inner driver with `first` ahead of LD_LIBRARY_PATH."""
-    ld = [str(first), *(d for d in os.environ.get("LD_LIBRARY_PATH", "").split(os.pathsep) if d)]
-    env = {**os.environ, "LD_LIBRARY_PATH": os.pathsep.join(ld)}
-    os.execve(
-        sys.executable, [sys.executable, "-m", "tests.faults.gpu_faults", inner, str(work)], env
-    )
-
-
-def cudnn_other_release_first(work: Path) -> None:
-    path, _, _ = _other_release("libcudnn.so", SYSTEM_LIB_DIRS, CUDNN_DISTS)
-    first = work / "cudnn-other"
-    first.mkdir()
-    for lib in sorted(Path(path).parent.glob("libcudnn*.so*")):
-        (first / lib.name).symlink_to(lib)
-    _exec_with_first(work, first, "conv_step_on_cuda")
-
-
-def cudnn_wheel_hidden_other_release_left(work: Path) -> None:
-    _other_release("libcudnn.so", SYSTEM_LIB_DIRS, CUDNN_DISTS)
-    conv_step_on_cuda(work)
-
-
-def cudnn_sublibs_other_release(work: Path) -> None:
-    path, _, _ = _other_release("libcudnn.so", SYSTEM_LIB_DIRS, CUDNN_DISTS)
-    if not list(Path(path).parent.glob("libcudnn_graph.so*")):
-        _skip(f"no cuDNN sub-libraries beside {path}")
-    conv_step_on_cuda(work)
-
-
-def _one_lib_first(work: Path, stem: str, dists: tuple[str, ...], inner: str) -> None:
-    path, found, _ = _other_release(stem, SYSTEM_LIB_DIRS, dists)
-    first = work / f"{stem.split('.')[0]}-other"
-    first.mkdir()
-    (first / f"{stem}.{found.split('.')[0]}").symlink_to(path)
-    _exec_with_first(work, first, inner)
-
-
-def nvjitlink_other_release_first(work: Path) -> None:
-    dists = ("nvidia-nvjitlink", "nvidia-nvjitlink-cu13", "nvidia-nvjitlink-cu12")
-    _one_lib_first(work, "libnvJitLink.so", dists, "sparse_mm_on_cuda")
-
-
-def sparse_mm_on_cuda(work: Path) -> None:
-    """A sparse CSR matrix times a dense one on cuda (cuSPARSE's SpMM)."""
-    import torch
-
-    torch.manual_seed(0)
-    a = torch.randn(512, 512, device="cuda")
-    a[a.abs() < 1.5] = 0
-    out = a.to_sparse_csr() @ torch.randn(512, 64, device="cuda")
-    print(f"sparse matmul: {out.shape}, sum {out.sum().item():.3f}", flush=True)
-
-
-def cublaslt_other_release_first(work: Path) -> None:
-    dists = ("nvidia-cublas", "nvidia-cublas-cu13", "nvidia-cublas-cu12")
-    _one_lib_first(work, "libcublasLt.so", dists, "train_step_on_cuda")
-
-
 def triton_cache_noexec(work: Path) -> None:
     os.environ["TRITON_CACHE_DIR"] = str(work / "triton-cache")  # work: a noexec tmpfs
     _fresh_inductor_cache()
@@ -1407,8 +1268,6 @@ INNER = (
     "train_rank_step",
     "save_cuda_checkpoint",
     "train_step_on_cuda",
-    "conv_step_on_cuda",
-    "sparse_mm_on_cuda",
 )
 
 
