@@ -39,6 +39,8 @@ class GpuCase:
     work_tmpfs_mib: float = 0
     # with work_tmpfs_mib: that tmpfs is mounted read-only (a cache shared `:ro`)
     work_readonly: bool = False
+    # with work_tmpfs_mib: that tmpfs is mounted noexec (an HPC node's or container's /tmp)
+    work_noexec: bool = False
     # paths the case's private mount namespace takes away, as a host or container that
     # lacks them would (globs, resolved on the machine at launch: `{site}` is the
     # site-packages holding torch, `{ldpath}` each LD_LIBRARY_PATH entry). A file or device
@@ -806,5 +808,32 @@ CASES = (
         hide=("/dev/nvidia-uvm*", "null:/usr/bin/nvidia-modprobe"),
         timeout=30,
         batch=13,
+    ),
+    GpuCase(
+        "triton_cache_noexec",
+        ("TMP_DIR_NOEXEC",),
+        "TRITON_CACHE_DIR on a 256 MiB tmpfs mounted noexec (the case's work directory), a"
+        " fresh Inductor cache on the real disk: then torch.compile of a function on cuda"
+        " tensors (Triton builds its launcher module into its cache and loads it)",
+        work_tmpfs_mib=256,
+        work_noexec=True,
+        timeout=75,
+        batch=14,
+    ),
+    GpuCase(
+        "user_conv_channels_mismatch_cudnn",
+        (),
+        "the user's conv net on cuda (cuDNN, the libraries torch pins) is fed 1-channel images"
+        " where its first Conv2d takes 3 channels",
+        timeout=30,
+        batch=14,
+    ),
+    GpuCase(
+        "user_matmul_shapes_cublas",
+        (),
+        "the user's projection on cuda (cuBLAS, the libraries torch pins) multiplies a"
+        " (32, 96) batch by a (64, 128) weight: mismatched inner dimensions",
+        timeout=30,
+        batch=14,
     ),
 )

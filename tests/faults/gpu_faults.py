@@ -1237,6 +1237,30 @@ def user_shape_bug_after_cpu_fallback(work: Path) -> None:
     print(model(x).sum().item(), flush=True)
 
 
+def triton_cache_noexec(work: Path) -> None:
+    os.environ["TRITON_CACHE_DIR"] = str(work / "triton-cache")  # work: a noexec tmpfs
+    _fresh_inductor_cache()
+    _compile_gelu_on_cuda()
+
+
+def user_conv_channels_mismatch_cudnn(work: Path) -> None:
+    import torch
+
+    model = torch.nn.Sequential(
+        torch.nn.Conv2d(3, 16, 3, padding=1), torch.nn.ReLU(), torch.nn.Conv2d(16, 16, 3)
+    ).to("cuda")
+    x = torch.randn(8, 1, 32, 32, device="cuda")  # the bug: grayscale images, 1 channel
+    print(model(x).mean().item(), flush=True)
+
+
+def user_matmul_shapes_cublas(work: Path) -> None:
+    import torch
+
+    x = torch.randn(32, 96, device="cuda")
+    w = torch.randn(64, 128, device="cuda", requires_grad=True)  # the bug: 64 rows, not 96
+    print((x @ w).sum().item(), flush=True)
+
+
 # Drivers the cases start themselves (a first job, a second job's ranks), not cases.
 INNER = (
     "two_gpu_all_reduce",

@@ -157,6 +157,7 @@ def build_argv(case: GpuCase, workdir: Path, python: str = sys.executable) -> li
         mounts.append(f"mount -t tmpfs -o size={case.shm_mib:g}m tmpfs /dev/shm")
     if case.work_tmpfs_mib:
         ro = "ro," if case.work_readonly else ""
+        ro += "noexec," if case.work_noexec else ""
         mounts.append(f"mount -t tmpfs -o {ro}size={case.work_tmpfs_mib:g}m tmpfs {workdir}")
     private = ["unshare", "-m", "--propagation", "private"]
     if mounts:
